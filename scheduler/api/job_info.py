@@ -1,0 +1,292 @@
+"""PodGroup and JobInfo: a gang of tasks and its counters (job_info.go)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fit_errors import FitErrors
+from .resource import Resource
+from .task_info import TaskInfo, TransactionContext
+from .types import ALLOCATED_STATUS, READY_STATUS, VALID_STATUS, PodGroupPhase, TaskStatus
+
+
+@dataclass(slots=True)
+class PodGroup:
+    """A ``scheduling.volcano.sh/v1beta1`` PodGroup, spec and status."""
+
+    name: str
+    namespace: str
+    uid: str
+    creation_timestamp: float
+    min_member: int = 0
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    queue: str = ""
+    priority_class_name: str = ""
+    min_resources: Resource | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    # status
+    phase: str = ""
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> "PodGroup":
+        return PodGroup(
+            self.name, self.namespace, self.uid, self.creation_timestamp, self.min_member,
+            dict(self.min_task_member), self.queue, self.priority_class_name, self.min_resources,
+            dict(self.annotations), dict(self.labels), self.phase, [dict(c) for c in self.conditions],
+            self.running, self.succeeded, self.failed,
+        )
+
+    def status_tuple(self) -> tuple:
+        """The status as compared at session close: condition times and transition IDs ignored."""
+        conds = tuple(
+            tuple(sorted((k, str(v)) for k, v in c.items() if k not in ("lastTransitionTime", "transitionID")))
+            for c in self.conditions
+        )
+        return (self.phase, self.running, self.succeeded, self.failed, conds)
+
+
+class JobInfo:
+    """A PodGroup and its tasks, with the counters gang and the actions consult."""
+
+    __slots__ = (
+        "uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
+        "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
+        "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
+    )
+
+    def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
+        self.uid = uid
+        ns, _, name = uid.partition("/")
+        self.name = name
+        self.namespace = ns
+        self.queue = ""
+        self.priority = 0
+        self.min_available = 0
+        self.task_min_available: dict[str, int] = {}
+        self.task_min_available_total = 0
+        self.podgroup: PodGroup | None = None
+        self.creation_timestamp = 0.0
+        self.tasks: dict[str, TaskInfo] = {}
+        self.by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self.allocated = Resource()
+        self.total_request = Resource()
+        self.nodes_fit_errors: dict[str, FitErrors] = {}
+        self.job_fit_errors = ""
+        self.preemptable = False
+        if podgroup is not None:
+            self.set_podgroup(podgroup)
+
+    def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
+        self.podgroup = pg
+        self.name = pg.name
+        self.namespace = pg.namespace
+        self.min_available = pg.min_member
+        self.task_min_available = dict(pg.min_task_member)
+        self.task_min_available_total = sum(pg.min_task_member.values())
+        self.queue = pg.queue or default_queue
+        self.creation_timestamp = pg.creation_timestamp
+        raw = pg.annotations.get("volcano.sh/preemptable", pg.labels.get("volcano.sh/preemptable"))
+        self.preemptable = str(raw).lower() == "true" if raw is not None else False
+
+    # -- tasks ---------------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+        self.total_request.add(task.resreq)
+        if task.status & ALLOCATED_STATUS:
+            self.allocated.add(task.resreq)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        t = self.tasks.pop(task.uid, None)
+        if t is None:
+            return
+        self.by_status.get(t.status, {}).pop(t.uid, None)
+        self.total_request.sub(t.resreq)
+        if t.status & ALLOCATED_STATUS:
+            self.allocated.sub(t.resreq)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task between status buckets and keep ``allocated`` right."""
+        old = task.status
+        if old == status:
+            return
+        bucket = self.by_status.get(old)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+        was, now = bool(old & ALLOCATED_STATUS), bool(status & ALLOCATED_STATUS)
+        if was and not now:
+            self.allocated.sub(task.resreq)
+        elif now and not was:
+            self.allocated.add(task.resreq)
+        task.status = status
+        self.by_status.setdefault(status, {})[task.uid] = task
+
+    def clone(self) -> "JobInfo":
+        j = JobInfo(self.uid)
+        j.name, j.namespace, j.queue, j.priority = self.name, self.namespace, self.queue, self.priority
+        j.min_available = self.min_available
+        j.task_min_available = dict(self.task_min_available)
+        j.task_min_available_total = self.task_min_available_total
+        j.podgroup = self.podgroup.clone() if self.podgroup else None
+        j.creation_timestamp = self.creation_timestamp
+        j.preemptable = self.preemptable
+        for t in self.tasks.values():
+            j.add_task(t.clone())
+        return j
+
+    # -- counters ------------------------------------------------------------------
+
+    def count(self, status: TaskStatus) -> int:
+        b = self.by_status.get(status)
+        return len(b) if b else 0
+
+    def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
+        b = self.by_status.get(status)
+        return list(b.values()) if b else []
+
+    def ready_task_num(self) -> int:
+        c = self.count
+        return (c(TaskStatus.Bound) + c(TaskStatus.Binding) + c(TaskStatus.Running)
+                + c(TaskStatus.Allocated) + c(TaskStatus.Succeeded))
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.Pipelined)
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.by_status.get(TaskStatus.Pending, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        c = self.count
+        return (c(TaskStatus.Allocated) + c(TaskStatus.Binding) + c(TaskStatus.Bound) + c(TaskStatus.Running)
+                + c(TaskStatus.Succeeded) + c(TaskStatus.Pipelined) + c(TaskStatus.Pending))
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+                >= self.min_available)
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        pg = self.podgroup
+        return pg is None or pg.phase in ("", PodGroupPhase.PENDING)
+
+    def scheduled_task_num(self) -> int:
+        c = self.count
+        return c(TaskStatus.Running) + c(TaskStatus.Bound) + c(TaskStatus.Failed) + c(TaskStatus.Succeeded)
+
+    def releasing_scheduled_task_num(self) -> int:
+        return sum(1 for t in self.by_status.get(TaskStatus.Releasing, {}).values() if t.node_name)
+
+    # -- fit errors and messages (job_info.go · FitError, TaskSchedulingReason) ------
+
+    def record_fit_errors(self, task: TaskInfo, fe: FitErrors) -> None:
+        self.nodes_fit_errors[task.uid] = fe
+
+    def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str, str]:
+        """(reason, message, nominated node) for a task's PodScheduled condition."""
+        ctx = task.last_transaction or TransactionContext(task.status, task.node_name, task.eviction_occurred)
+        if ctx.status == TaskStatus.Allocated:
+            return ("Schedulable",
+                    f"Pod {task.namespace}/{task.name} can possibly be assigned to {ctx.node_name}, "
+                    "once minAvailable is satisfied", "")
+        if ctx.status == TaskStatus.Pipelined:
+            return ("Unschedulable",
+                    f"Pod {task.namespace}/{task.name} can possibly be assigned to {ctx.node_name}, "
+                    "once resource is released and minAvailable is satisfied",
+                    ctx.node_name if ctx.eviction_occurred else "")
+        if ctx.status == TaskStatus.Pending:
+            fe = self.nodes_fit_errors.get(task.uid)
+            return ("Unschedulable", fe.error() if fe else self.job_fit_errors, "")
+        return (ctx.status.name, self.job_fit_errors, "")
+
+    def fit_error(self) -> str:
+        """``job.FitError()``: readiness, a histogram of task statuses, pending reasons, one origin reason."""
+        counts: Counter[str] = Counter()
+        for status, bucket in self.by_status.items():
+            if bucket:
+                counts[status.name] += len(bucket)
+        counts["minAvailable"] = self.min_available
+        histogram = ", ".join(sorted(f"{n} {k}" for k, n in counts.items()))
+        head = "pod group is ready" if self.is_ready() else "pod group is not ready"
+        msg = f"{head}, {histogram}"
+        pending = self.by_status.get(TaskStatus.Pending)
+        if pending:
+            reasons: Counter[str] = Counter(self.task_scheduling_reason(t)[0] for t in pending.values())
+            msg += "; Pending: " + ", ".join(sorted(f"{n} {k}" for k, n in reasons.items()))
+        if self.job_fit_errors:
+            return f"{msg}. Origin reason is: {self.job_fit_errors}"
+        for t in self.tasks.values():
+            fe = self.nodes_fit_errors.get(t.uid)
+            if fe is not None:
+                msg += f". Origin reason is {t.name}: {fe.error()}"
+                break
+        return msg
+
+    # -- gang bookkeeping per role (job_info.go) --------------------------------------
+
+    def _roles(self, statuses: TaskStatus, pending_best_effort: bool) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for status, bucket in self.by_status.items():
+            if status & statuses:
+                for t in bucket.values():
+                    counts[t.role] += 1
+            elif pending_best_effort and status == TaskStatus.Pending:
+                for t in bucket.values():
+                    if t.best_effort:
+                        counts[t.role] += 1
+        return counts
+
+    def _roles_meet_minimum(self, counts: Counter[str]) -> bool:
+        return all(counts[role] >= n for role, n in self.task_min_available.items())
+
+    def check_task_valid(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        counts = self._roles(VALID_STATUS, False)
+        return all(n == 0 or counts[role] >= n for role, n in self.task_min_available.items())
+
+    def check_task_ready(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet_minimum(self._roles(READY_STATUS, True))
+
+    def check_task_pipelined(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet_minimum(self._roles(READY_STATUS | TaskStatus.Pipelined, True))
+
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        return bool(task.role) and task.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """``NeedContinueAllocating``: may allocation go on after a task of this job failed?"""
+        if self.min_available == len(self.tasks):
+            return False
+        failed = self.fit_failed_roles()
+        if self.min_available < self.task_min_available_total:
+            left = sum(1 for t in self.by_status.get(TaskStatus.Pending, {}).values() if t.role not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        allocated = self._roles(READY_STATUS, True)
+        for role in failed:
+            n = self.task_min_available.get(role, 0)
+            if n and allocated[role] < n:
+                return False
+        return True

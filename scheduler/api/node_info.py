@@ -1,0 +1,126 @@
+"""NodeInfo: a node's resources and the tasks on it (node_info.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pod_spec import Taint
+from .resource import Resource
+from .task_info import TaskInfo
+from .types import TaskStatus
+
+
+class NodeAccountingError(Exception):
+    """A task that cannot be added to or removed from a node."""
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    """The static part of a node that predicates and scorers read, parsed once per node update."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    # image name → size in bytes (node.status.images)
+    images: dict[str, int] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+class NodeInfo:
+    __slots__ = (
+        "name", "index", "spec", "node", "allocatable", "capacity", "idle", "used", "releasing",
+        "pipelined", "tasks", "accounted", "generation", "devices",
+    )
+
+    def __init__(self, name: str, node: Mapping[str, Any] | None, spec: NodeSpec,
+                 allocatable: Resource, capacity: Resource) -> None:
+        self.name = name
+        self.index = 0  # position in the snapshot's node list
+        self.node = node
+        self.spec = spec
+        self.allocatable = allocatable
+        self.capacity = capacity
+        self.idle = allocatable.clone()
+        self.used = Resource()
+        self.releasing = Resource()
+        self.pipelined = Resource()
+        self.tasks: dict[str, TaskInfo] = {}
+        # the status each task was accounted with: Volcano's node keeps a copy of the task,
+        # so a later status change on the task does not skew the node until update_task
+        self.accounted: dict[str, TaskStatus] = {}
+        # bumped on every change; work shared between identical tasks is keyed on it
+        self.generation = 0
+        # device registry key → per-node device state (deviceshare)
+        self.devices: dict[str, Any] = {}
+
+    @property
+    def ready(self) -> bool:
+        return self.node is not None
+
+    def future_idle(self) -> Resource:
+        """``FutureIdle = Idle + Releasing − Pipelined``."""
+        return self.idle.clone().add(self.releasing).sub(self.pipelined)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """``NodeInfo.AddTask``: account the task by its status (the node keeps its own copy)."""
+        if task.uid in self.tasks:
+            raise NodeAccountingError(f"task <{task.key}> already on node <{self.name}>")
+        req = task.resreq
+        status = task.status
+        if status == TaskStatus.Releasing:
+            self.releasing.add(req)
+            self.idle.sub(req)
+            self.used.add(req)
+        elif status == TaskStatus.Pipelined:
+            self.pipelined.add(req)
+        elif status == TaskStatus.Binding:
+            if not req.less_equal(self.idle):
+                raise NodeAccountingError(f"task <{task.key}> does not fit the idle resources of node <{self.name}>")
+            self.idle.sub(req)
+            self.used.add(req)
+        else:
+            self.idle.sub(req)
+            self.used.add(req)
+        self.tasks[task.uid] = task
+        self.accounted[task.uid] = status
+        self.generation += 1
+
+    def remove_task(self, task: TaskInfo) -> None:
+        t = self.tasks.pop(task.uid, None)
+        if t is None:
+            raise NodeAccountingError(f"task <{task.key}> is not on node <{self.name}>")
+        req = t.resreq
+        status = self.accounted.pop(task.uid)
+        if status == TaskStatus.Releasing:
+            self.releasing.sub(req)
+            self.idle.add(req)
+            self.used.sub(req)
+        elif status == TaskStatus.Pipelined:
+            self.pipelined.sub(req)
+        else:
+            self.idle.add(req)
+            self.used.sub(req)
+        self.generation += 1
+
+    def update_task(self, task: TaskInfo) -> None:
+        """Re-account a task whose status changed (``remove`` the old entry, ``add`` the new)."""
+        self.remove_task(task)
+        self.add_task(task)
+
+    def clone(self) -> "NodeInfo":
+        n = NodeInfo(self.name, self.node, self.spec, self.allocatable, self.capacity)
+        n.index = self.index
+        n.idle = self.idle.clone()
+        n.used = self.used.clone()
+        n.releasing = self.releasing.clone()
+        n.pipelined = self.pipelined.clone()
+        n.devices = {k: d.clone() for k, d in self.devices.items()}
+        return n
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, idle=<{self.idle}>, tasks={len(self.tasks)})"

@@ -1,0 +1,272 @@
+"""The scheduler's resource vector, with Volcano's comparison semantics.
+
+``Resource`` mirrors Volcano's ``api.Resource`` (pkg/scheduler/api/resource_info.go):
+cpu in millicores, memory in bytes, scalar resources in milli-units (``pods`` in
+whole units) and ``max_task_num`` for the pod-count predicate.  Comparisons treat
+any difference below ``MIN_RESOURCE`` (0.1) as equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .quantity import format_bytes, format_milli, milli_value, parse_quantity, value
+
+MIN_RESOURCE = 0.1
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+
+class Default(Enum):
+    """What a scalar missing from one side of a comparison stands for."""
+
+    ZERO = 0
+    INFINITY = 1
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended, hugepages, prefixed-native and attachable-volume names (k8s v1helper)."""
+    if name.startswith("count/") or name.startswith("requests."):
+        return False
+    return "/" in name or name.startswith("hugepages-") or name.startswith("attachable-volumes-")
+
+
+@dataclass(slots=True)
+class Resource:
+    milli_cpu: float = 0.0
+    memory: float = 0.0
+    scalars: dict[str, float] = field(default_factory=dict)
+    max_task_num: int = 0
+
+    # -- construction ---------------------------------------------------------
+
+    @classmethod
+    def from_list(cls, rl: Mapping[str, object] | None, ignored: Iterable[str] = ()) -> "Resource":
+        """``NewResource`` from a ResourceList of quantity strings.
+
+        Raises ``QuantityError`` for a malformed quantity; callers that read user
+        input validate first and name the field.
+        """
+        r = cls()
+        if not rl:
+            return r
+        ignored = set(ignored)
+        for name, raw in rl.items():
+            if name in ignored:
+                continue
+            q = parse_quantity(raw)
+            if name == CPU:
+                r.milli_cpu += milli_value(q)
+            elif name == MEMORY:
+                r.memory += value(q)
+            elif name == PODS:
+                n = value(q)
+                r.max_task_num += n
+                r.scalars[PODS] = r.scalars.get(PODS, 0.0) + n
+            elif name == EPHEMERAL_STORAGE or is_scalar_resource_name(name):
+                r.scalars[name] = r.scalars.get(name, 0.0) + milli_value(q)
+        return r
+
+    def clone(self) -> "Resource":
+        return Resource(self.milli_cpu, self.memory, dict(self.scalars), self.max_task_num)
+
+    # -- queries --------------------------------------------------------------
+
+    def get(self, name: str) -> float:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        return self.scalars.get(name, 0.0)
+
+    def is_empty(self) -> bool:
+        """True iff nothing but possibly ``pods`` is requested (the BestEffort test)."""
+        if self.milli_cpu >= MIN_RESOURCE or self.memory >= MIN_RESOURCE:
+            return False
+        for name, v in self.scalars.items():
+            if name != PODS and v >= MIN_RESOURCE:
+                return False
+        return True
+
+    def is_zero(self, name: str) -> bool:
+        return self.get(name) < MIN_RESOURCE
+
+    def resource_names(self) -> list[str]:
+        """Dimensions with a value of at least ``MIN_RESOURCE``, ``pods`` included."""
+        names = []
+        if self.milli_cpu >= MIN_RESOURCE:
+            names.append(CPU)
+        if self.memory >= MIN_RESOURCE:
+            names.append(MEMORY)
+        names.extend(n for n, v in self.scalars.items() if v >= MIN_RESOURCE)
+        return names
+
+    # -- arithmetic (in place, returning self as Volcano does) ---------------
+
+    def add(self, r: "Resource") -> "Resource":
+        self.milli_cpu += r.milli_cpu
+        self.memory += r.memory
+        if r.scalars:
+            s = self.scalars
+            for name, v in r.scalars.items():
+                s[name] = s.get(name, 0.0) + v
+        self.max_task_num += r.max_task_num
+        return self
+
+    def sub(self, r: "Resource") -> "Resource":
+        """``SubWithoutAssert``: may go negative; callers that need the assertion check first."""
+        self.milli_cpu -= r.milli_cpu
+        self.memory -= r.memory
+        if r.scalars:
+            s = self.scalars
+            for name, v in r.scalars.items():
+                s[name] = s.get(name, 0.0) - v
+        self.max_task_num -= r.max_task_num
+        return self
+
+    def multi(self, ratio: float) -> "Resource":
+        self.milli_cpu *= ratio
+        self.memory *= ratio
+        for name in self.scalars:
+            self.scalars[name] *= ratio
+        return self
+
+    def set_max(self, r: "Resource") -> "Resource":
+        """``helpers.Max`` in place: per-dimension max; scalars the union of non-negative values."""
+        self.milli_cpu = max(self.milli_cpu, r.milli_cpu)
+        self.memory = max(self.memory, r.memory)
+        for name, v in r.scalars.items():
+            if v >= 0:
+                self.scalars[name] = max(self.scalars.get(name, 0.0), v)
+        return self
+
+    def min_dimension(self, r: "Resource", default: Default) -> "Resource":
+        """``MinDimensionResource`` in place."""
+        self.milli_cpu = min(self.milli_cpu, r.milli_cpu)
+        self.memory = min(self.memory, r.memory)
+        for name, v in self.scalars.items():
+            if name in r.scalars:
+                self.scalars[name] = min(v, r.scalars[name])
+            elif default is Default.ZERO:
+                self.scalars[name] = 0.0
+        return self
+
+    def diff(self, r: "Resource") -> tuple["Resource", "Resource"]:
+        """``Diff(r, Zero)`` → (increased, decreased): per dimension max(l−r, 0) and max(r−l, 0)."""
+        inc, dec = Resource(), Resource()
+        d = self.milli_cpu - r.milli_cpu
+        inc.milli_cpu, dec.milli_cpu = max(d, 0.0), max(-d, 0.0)
+        d = self.memory - r.memory
+        inc.memory, dec.memory = max(d, 0.0), max(-d, 0.0)
+        for name in set(self.scalars) | set(r.scalars):
+            d = self.scalars.get(name, 0.0) - r.scalars.get(name, 0.0)
+            if d > 0:
+                inc.scalars[name] = d
+                dec.scalars[name] = 0.0
+            else:
+                inc.scalars[name] = 0.0
+                dec.scalars[name] = -d
+        return inc, dec
+
+    def exceeded_part(self, r: "Resource") -> "Resource":
+        """``ExceededPart(self, r)``: max(self − r, 0) per dimension."""
+        return self.diff(r)[0]
+
+    # -- comparisons ------------------------------------------------------------
+
+    def less_equal(self, r: "Resource", default: Default = Default.ZERO) -> bool:
+        """``LessEqual``: every dimension of self fits r within ``MIN_RESOURCE``."""
+        if not (self.milli_cpu < r.milli_cpu or abs(self.milli_cpu - r.milli_cpu) < MIN_RESOURCE):
+            return False
+        if not (self.memory < r.memory or abs(self.memory - r.memory) < MIN_RESOURCE):
+            return False
+        rs = r.scalars
+        if default is Default.INFINITY:
+            for name in rs:
+                if name not in self.scalars:
+                    return False
+            for name, lv in self.scalars.items():
+                rv = rs.get(name)
+                if rv is None:
+                    continue
+                if not (lv < rv or abs(lv - rv) < MIN_RESOURCE):
+                    return False
+            return True
+        for name, lv in self.scalars.items():
+            rv = rs.get(name, 0.0)
+            if not (lv < rv or abs(lv - rv) < MIN_RESOURCE):
+                return False
+        return True
+
+    def less_equal_with_names(self, r: "Resource", default: Default = Default.ZERO) -> list[str]:
+        """``LessEqualWithResourcesName``: the names of the failing dimensions, cpu, memory, then scalars."""
+        failed: list[str] = []
+        if not (self.milli_cpu < r.milli_cpu or abs(self.milli_cpu - r.milli_cpu) < MIN_RESOURCE):
+            failed.append(CPU)
+        if not (self.memory < r.memory or abs(self.memory - r.memory) < MIN_RESOURCE):
+            failed.append(MEMORY)
+        rs = r.scalars
+        for name, lv in self.scalars.items():
+            rv = rs.get(name)
+            if rv is None:
+                if default is Default.INFINITY:
+                    continue
+                rv = 0.0
+            if not (lv < rv or abs(lv - rv) < MIN_RESOURCE):
+                failed.append(name)
+        return failed
+
+    def first_shortfall(self, r: "Resource") -> str | None:
+        """The first name ``less_equal_with_names(r, ZERO)`` would return, without building the list."""
+        if not (self.milli_cpu < r.milli_cpu or abs(self.milli_cpu - r.milli_cpu) < MIN_RESOURCE):
+            return CPU
+        if not (self.memory < r.memory or abs(self.memory - r.memory) < MIN_RESOURCE):
+            return MEMORY
+        rs = r.scalars
+        for name, lv in self.scalars.items():
+            rv = rs.get(name, 0.0)
+            if not (lv < rv or abs(lv - rv) < MIN_RESOURCE):
+                return name
+        return None
+
+    def less_equal_strict_in(self, r: "Resource", req: "Resource") -> list[str]:
+        """``LessEqualWithDimensionAndResourcesName``: strict, only the dimensions req asks for, ``pods`` skipped."""
+        failed: list[str] = []
+        if req.milli_cpu > 0 and self.milli_cpu > r.milli_cpu:
+            failed.append(CPU)
+        if req.memory > 0 and self.memory > r.memory:
+            failed.append(MEMORY)
+        if not self.scalars:
+            return failed
+        for name, rv in req.scalars.items():
+            if name == PODS or rv <= 0:
+                continue
+            if self.scalars.get(name, 0.0) > r.scalars.get(name, 0.0):
+                failed.append(name)
+        return failed
+
+    # -- output -------------------------------------------------------------------
+
+    def to_list(self) -> dict[str, str]:
+        """``ConvertRes2ResList``: cpu and memory always; pods whole; other scalars milli."""
+        out = {CPU: format_milli(self.milli_cpu), MEMORY: format_bytes(self.memory)}
+        for name, v in sorted(self.scalars.items()):
+            out[name] = str(int(round(v))) if name == PODS else format_milli(v)
+        return out
+
+    def __str__(self) -> str:
+        parts = [f"cpu {self.milli_cpu:.2f}", f"memory {self.memory:.2f}"]
+        parts.extend(f"{n} {v:.2f}" for n, v in sorted(self.scalars.items()))
+        return ", ".join(parts)
+
+
+def share(allocated: float, total: float) -> float:
+    """``helpers.Share``: a/t, with 0/0 = 0 and a/0 = 1."""
+    if total == 0:
+        return 0.0 if allocated == 0 else 1.0
+    return allocated / total

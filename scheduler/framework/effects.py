@@ -1,0 +1,68 @@
+"""What a session decides, for a sink to carry out.  The session itself does no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True, frozen=True)
+class Bind:
+    """Bind a pod to a node through the binding subresource, annotations inside the Binding."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class Evict:
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+
+
+@dataclass(slots=True, frozen=True)
+class PodGroupStatus:
+    """The whole PodGroup status, written when it changed (Volcano updates the object)."""
+
+    namespace: str
+    name: str
+    phase: str
+    running: int
+    succeeded: int
+    failed: int
+    conditions: list[dict[str, Any]]
+
+
+@dataclass(slots=True, frozen=True)
+class QueueStatus:
+    name: str
+    allocated: dict[str, str]
+
+
+@dataclass(slots=True, frozen=True)
+class PodCondition:
+    """``PodScheduled=False`` with a reason and message, and the nominated node if any."""
+
+    namespace: str
+    name: str
+    reason: str
+    message: str
+    nominated_node: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    kind: str  # "Pod" or "PodGroup"
+    namespace: str
+    name: str
+    type: str  # "Normal" or "Warning"
+    reason: str
+    message: str
+
+
+Effect = Bind | Evict | PodGroupStatus | QueueStatus | PodCondition | Event

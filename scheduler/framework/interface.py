@@ -1,0 +1,94 @@
+"""What a plugin and an action are (framework/interface.go).
+
+An Action is a name and ``execute(session)``.  A Plugin is a name, built from its
+``arguments``, that registers callbacks on the session in ``on_session_open`` and
+may write results in ``on_session_close``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, ClassVar
+
+from .arguments import Arguments
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class Point(Enum):
+    """Extension points, each with the enable flag that gates it (None: always on)."""
+
+    JOB_ORDER = "enableJobOrder"
+    QUEUE_ORDER = "enableQueueOrder"
+    TASK_ORDER = "enableTaskOrder"
+    PRE_PREDICATE = "enablePredicate#pre"
+    PREDICATE = "enablePredicate"
+    NODE_ORDER = "enableNodeOrder"
+    BATCH_NODE_ORDER = "enableNodeOrder#batch"
+    BEST_NODE = "enableBestNode"
+    JOB_VALID = "#jobValid"
+    JOB_READY = "enableJobReady"
+    JOB_PIPELINED = "enableJobPipelined"
+    JOB_ENQUEUEABLE = "enableJobEnqueued"
+    JOB_ENQUEUED = "enableJobEnqueued#enqueued"
+    JOB_STARVING = "enableJobStarving"
+    OVERUSED = "enabledOverused"
+    ALLOCATABLE = "enabledAllocatable"
+    PREEMPTABLE = "enablePreemptable"
+    RECLAIMABLE = "enableReclaimable"
+    PREEMPTIVE = "enablePreemptive"
+    VICTIM_QUEUE_ORDER = "#victimQueueOrder"
+
+    @property
+    def flag(self) -> str | None:
+        """The conf flag that switches this point, or None when it cannot be switched off."""
+        name = self.value.split("#", 1)[0]
+        return name or None
+
+
+class Plugin:
+    name: ClassVar[str]
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: "Session") -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, ssn: "Session") -> None:
+        pass
+
+
+class Action:
+    name: ClassVar[str]
+
+    def execute(self, ssn: "Session") -> None:
+        raise NotImplementedError
+
+
+class BatchScorer:
+    """A node scorer whose scores depend on the whole set of candidate nodes (it normalises).
+
+    Registered under ``Point.BATCH_NODE_ORDER``.  ``applies(task)`` is False when the
+    scorer would give every node the same score for this task (no preferred terms,
+    no PreferNoSchedule taints…): the session may then skip it and share per-node
+    work between identical tasks.
+    """
+
+    def applies(self, task) -> bool:
+        raise NotImplementedError
+
+    def score(self, task, nodes) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class ValidateResult:
+    """A failed ``JobValid`` verdict."""
+
+    __slots__ = ("passed", "reason", "message")
+
+    def __init__(self, passed: bool, reason: str = "", message: str = "") -> None:
+        self.passed = passed
+        self.reason = reason
+        self.message = message

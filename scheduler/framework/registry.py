@@ -1,0 +1,33 @@
+"""Plugins and actions by the names the configuration uses."""
+
+from __future__ import annotations
+
+from .interface import Action, Plugin
+
+
+def plugin_classes() -> dict[str, type[Plugin]]:
+    from ..plugins import binpack, conformance, drf, gang, nodeorder, overcommit, predicates, priority, proportion
+
+    classes: list[type[Plugin]] = [
+        binpack.BinpackPlugin,
+        conformance.ConformancePlugin,
+        drf.DrfPlugin,
+        gang.GangPlugin,
+        nodeorder.NodeOrderPlugin,
+        overcommit.OvercommitPlugin,
+        predicates.PredicatesPlugin,
+        priority.PriorityPlugin,
+        proportion.ProportionPlugin,
+    ]
+    return {c.name: c for c in classes}
+
+
+def action_classes() -> dict[str, type[Action]]:
+    from ..actions import allocate, backfill, enqueue
+
+    classes: list[type[Action]] = [enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction]
+    return {c.name: c for c in classes}
+
+
+def action_names() -> tuple[str, ...]:
+    return tuple(action_classes())

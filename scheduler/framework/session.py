@@ -1,0 +1,436 @@
+"""One scheduling cycle: a snapshot, the plugins opened on it, and how their answers combine.
+
+Combination rules are Volcano's (framework/session_plugins.go); see
+spec/framework.md §6.  The session never does I/O: what it decides is collected
+as effects (``effects.py``) for a sink to carry out.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ..api.job_info import JobInfo
+from ..api.node_info import NodeAccountingError, NodeInfo
+from ..api.queue_info import QueueInfo
+from ..api.resource import Resource
+from ..api.task_info import TaskInfo, TransactionContext
+from ..api.types import ALLOCATED_STATUS, PodGroupPhase, TaskStatus, Vote
+from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
+from .interface import Plugin, Point
+
+log = structlog.get_logger("vcsched.session")
+
+
+class EventError(Exception):
+    """Raised by an allocate handler to refuse a placement (Volcano's ``event.Err``)."""
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """The cache's state at session open: clones the session may change freely."""
+
+    nodes: list[NodeInfo]
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+
+
+@dataclass(slots=True)
+class EventHandler:
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass(slots=True)
+class SchedulerState:
+    """What outlives a session: the rotating start of the feasible-node search."""
+
+    next_start_node: int = 0
+    # node name → the nodes' static attributes (labels, taints…) don't change in a session
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
+    """``CompareTask``: the pod-name index, then creation time, then UID."""
+    lp, rp = l.name.split("-"), r.name.split("-")
+    if len(lp) >= 3 and len(rp) >= 3:
+        try:
+            li, ri = int(lp[-1]), int(rp[-1])
+            if li != ri:
+                return -1 if li < ri else 1
+        except ValueError:
+            pass
+    if l.creation_timestamp != r.creation_timestamp:
+        return -1 if l.creation_timestamp < r.creation_timestamp else 1
+    if l.uid != r.uid:
+        return -1 if l.uid < r.uid else 1
+    return 0
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, conf, plugin_classes: dict[str, type[Plugin]],
+                 state: SchedulerState | None = None, now: float | None = None,
+                 uid: str | None = None) -> None:
+        self.uid = uid or str(uuid.uuid4())
+        self.now = time.time() if now is None else now
+        self.conf = conf
+        self.tiers = conf.tiers
+        self.state = state or SchedulerState()
+        self.jobs = snapshot.jobs
+        self.queues = snapshot.queues
+        self.node_list = snapshot.nodes
+        self.nodes = {n.name: n for n in snapshot.nodes}
+        # every node change is logged here, so work shared between identical tasks can be
+        # refreshed for the changed nodes only
+        self.node_changes: list[int] = []
+        for i, n in enumerate(self.node_list):
+            n.index = i
+        self.total_resource = Resource()
+        for n in self.node_list:
+            self.total_resource.add(n.allocatable)
+        self.enabled_actions = set(conf.actions)
+        self.effects: list[Effect] = []
+        self.pod_group_old_state = {
+            uid: (j.podgroup.status_tuple() if j.podgroup else None) for uid, j in self.jobs.items()
+        }
+        # any pod with inter-pod (anti-)affinity terms makes labels part of a task's shape
+        self.has_inter_pod_terms = any(
+            t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
+        ) or any(t.spec.has_inter_pod_terms for j in self.jobs.values() for t in j.tasks.values())
+        self.plugins: dict[str, Plugin] = {}
+        self._fns: dict[Point, dict[str, Callable]] = {p: {} for p in Point}
+        self._tiered: dict[Point, list[list[Callable]]] = {}
+        self._flat: dict[Point, list[Callable]] = {}
+        self.event_handlers: list[EventHandler] = []
+        # per-session scratch space for actions and plugins, by owner name
+        self.scratch: dict[str, Any] = {}
+        self.plugin_classes = plugin_classes
+
+    # -- open and close ------------------------------------------------------------
+
+    def open(self) -> None:
+        for tier in self.tiers:
+            for option in tier:
+                cls = self.plugin_classes.get(option.name)
+                if cls is None:
+                    log.warning("Failed to get plugin %s." % option.name, plugin=option.name)
+                    continue
+                plugin = cls(option.arguments)
+                self.plugins[option.name] = plugin
+                plugin.on_session_open(self)
+        for point in Point:
+            tiers: list[list[Callable]] = []
+            for tier in self.tiers:
+                fns = []
+                for option in tier:
+                    fn = self._fns[point].get(option.name)
+                    if fn is None:
+                        continue
+                    flag = point.flag
+                    if flag is not None and not option.enabled(flag):
+                        continue
+                    fns.append(fn)
+                tiers.append(fns)
+            self._tiered[point] = tiers
+            self._flat[point] = [fn for t in tiers for fn in t]
+
+    def add(self, point: Point, plugin: str, fn: Callable) -> None:
+        """Register a plugin's callback for an extension point (``ssn.AddXxxFn``)."""
+        self._fns[point][plugin] = fn
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def fns(self, point: Point) -> list[Callable]:
+        return self._flat[point]
+
+    # -- orders -----------------------------------------------------------------------
+
+    def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
+        for fn in self._flat[Point.JOB_ORDER]:
+            c = fn(l, r)
+            if c != 0:
+                return c
+        return 0
+
+    def job_order(self, l: JobInfo, r: JobInfo) -> bool:
+        c = self.job_order_compare(l, r)
+        if c != 0:
+            return c < 0
+        if l.creation_timestamp != r.creation_timestamp:
+            return l.creation_timestamp < r.creation_timestamp
+        return l.uid < r.uid
+
+    def queue_order(self, l: QueueInfo, r: QueueInfo) -> bool:
+        for fn in self._flat[Point.QUEUE_ORDER]:
+            c = fn(l, r)
+            if c != 0:
+                return c < 0
+        if l.creation_timestamp != r.creation_timestamp:
+            return l.creation_timestamp < r.creation_timestamp
+        return l.name < r.name
+
+    def task_order(self, l: TaskInfo, r: TaskInfo) -> bool:
+        for fn in self._flat[Point.TASK_ORDER]:
+            c = fn(l, r)
+            if c != 0:
+                return c < 0
+        return _compare_task_default(l, r) < 0
+
+    def victim_queue_order(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
+        for fn in self._flat[Point.VICTIM_QUEUE_ORDER]:
+            c = fn(l, r, preemptor)
+            if c != 0:
+                return c < 0
+        return not self.queue_order(l, r)
+
+    # -- job and queue verdicts ----------------------------------------------------------
+
+    def job_valid(self, job: JobInfo):
+        """The first failing validation result (an object with ``passed``, ``reason``, ``message``), or None."""
+        for fn in self._flat[Point.JOB_VALID]:
+            res = fn(job)
+            if res is not None and not res.passed:
+                return res
+        return None
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._flat[Point.JOB_READY])
+
+    def _vote(self, point: Point, *args) -> bool:
+        for tier in self._tiered[point]:
+            permitted = False
+            for fn in tier:
+                v = fn(*args)
+                if v == Vote.Reject:
+                    return False
+                if v == Vote.Permit:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote(Point.JOB_PIPELINED, job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote(Point.JOB_ENQUEUEABLE, job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._flat[Point.JOB_ENQUEUED]:
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._tiered[Point.JOB_STARVING]:
+            if not tier:
+                continue
+            return all(fn(job) for fn in tier)
+        return False
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._flat[Point.OVERUSED])
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._flat[Point.ALLOCATABLE])
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        return all(fn(queue, tasks) for fn in self._flat[Point.PREEMPTIVE])
+
+    def _victims(self, point: Point, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Tier-walk with intersection (spec/framework.md §6.2)."""
+        for tier in self._tiered[point]:
+            victims: list[TaskInfo] | None = None
+            for fn in tier:
+                found, vote = fn(preemptor, candidates)
+                if vote == Vote.Abstain:
+                    continue
+                if not found:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(found)
+                else:
+                    keep = {t.uid for t in found}
+                    victims = [t for t in victims if t.uid in keep] or None
+            if victims:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(Point.PREEMPTABLE, preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(Point.RECLAIMABLE, reclaimer, reclaimees)
+
+    # -- node-level callbacks ------------------------------------------------------------
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for fn in self._flat[Point.PRE_PREDICATE]:
+            err = fn(task)
+            if err:
+                return err
+        return None
+
+    def predicate(self, task: TaskInfo, node: NodeInfo):
+        """The statuses of the first plugin that rejects the node, or None."""
+        for fn in self._flat[Point.PREDICATE]:
+            statuses = fn(task, node)
+            if statuses:
+                return statuses
+        return None
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        score = 0.0
+        for fn in self._flat[Point.NODE_ORDER]:
+            score += fn(task, node)
+        return score
+
+    # -- task state changes outside statements (session.go) -------------------------------
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.allocate is not None:
+                h.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.deallocate is not None:
+                h.deallocate(task)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        job = self.jobs.get(task.job)
+        if job is not None and task.uid in job.tasks:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """``ssn.Allocate`` (backfill): allocate and bind at once when the job is ready."""
+        job = self.jobs[task.job]
+        self.update_task_status(task, TaskStatus.Allocated)
+        task.node_name = node.name
+        node.add_task(task)
+        self.node_changes.append(node.index)
+        try:
+            self.fire_allocate(task)
+        except EventError:
+            self.fire_deallocate(task)
+            node.remove_task(task)
+            self.node_changes.append(node.index)
+            self.update_task_status(task, TaskStatus.Pending)
+            task.node_name = ""
+            raise
+        if self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.Allocated):
+                self.dispatch(t)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Send an allocated task to be bound; the session task becomes Binding."""
+        self.effects.append(Bind(task.namespace, task.name, task.uid, task.node_name, dict(task.pod_annotations)))
+        self.update_task_status(task, TaskStatus.Binding)
+        node = self.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.accounted[task.uid] = TaskStatus.Binding
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """``cache.Evict``: the pod is asked to go; event on its PodGroup."""
+        self.effects.append(Evict(task.namespace, task.name, task.uid, reason))
+        job = self.jobs.get(task.job)
+        if job is not None and job.podgroup is not None:
+            self.effects.append(Event("PodGroup", job.podgroup.namespace, job.podgroup.name, "Normal", "Evict", reason))
+
+    # -- close ----------------------------------------------------------------------------
+
+    def close(self) -> list[Effect]:
+        for plugin in self.plugins.values():
+            plugin.on_session_close(self)
+        for job in self.jobs.values():
+            self._update_job(job)
+        self._update_queues()
+        return self.effects
+
+    def _job_phase(self, job: JobInfo) -> str:
+        """``getPodGroupPhase`` (spec/framework.md §9.1)."""
+        pg = job.podgroup
+        unschedulable = any(
+            c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
+            for c in pg.conditions
+        )
+        if job.count(TaskStatus.Running) > 0 and unschedulable:
+            return PodGroupPhase.UNKNOWN
+        scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
+        if scheduled >= pg.min_member:
+            completed = job.count(TaskStatus.Succeeded) + job.count(TaskStatus.Failed)
+            return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+        if pg.phase != PodGroupPhase.INQUEUE:
+            return PodGroupPhase.PENDING
+        return PodGroupPhase.INQUEUE
+
+    def _update_job(self, job: JobInfo) -> None:
+        pg = job.podgroup
+        if pg is None:
+            return
+        pg.phase = self._job_phase(job)
+        pg.running = job.count(TaskStatus.Running)
+        pg.failed = job.count(TaskStatus.Failed)
+        pg.succeeded = job.count(TaskStatus.Succeeded)
+        old = self.pod_group_old_state.get(job.uid)
+        written = old is None or old != pg.status_tuple()
+        if written:
+            self.effects.append(PodGroupStatus(
+                pg.namespace, pg.name, pg.phase, pg.running, pg.succeeded, pg.failed,
+                [dict(c) for c in pg.conditions],
+            ))
+        self._record_job_status_event(job, written)
+
+    def _record_job_status_event(self, job: JobInfo, written: bool) -> None:
+        """``RecordJobStatusEvent``: PodGroup events, and PodScheduled on waiting pods."""
+        pg = job.podgroup
+        fit_error = None
+        if pg.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
+            fit_error = job.fit_error()
+            self.effects.append(Event(
+                "PodGroup", pg.namespace, pg.name, "Warning", "Unschedulable",
+                f"{job.count(TaskStatus.Pending)}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}",
+            ))
+        elif written and pg.phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
+            self.effects.append(Event("PodGroup", pg.namespace, pg.name, "Normal", "Scheduled", "pod group is ready"))
+        for status in (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined):
+            for task in job.tasks_in(status):
+                if task.scheduling_gated:
+                    continue
+                reason, message, nominated = job.task_scheduling_reason(task)
+                if not message:
+                    if fit_error is None:
+                        fit_error = job.fit_error()
+                    message = fit_error
+                self.effects.append(PodCondition(task.namespace, task.name, reason, message, nominated))
+
+    def _update_queues(self) -> None:
+        """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
+        allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
+        for job in self.jobs.values():
+            if job.queue not in allocated:
+                continue
+            for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
+                for t in job.tasks_in(status):
+                    allocated[job.queue].add(t.resreq)
+        if "root" in self.queues:
+            own = {name: r.clone() for name, r in allocated.items()}
+            for name, r in own.items():
+                seen = {name}
+                parent = self.queues[name].parent or "root" if name != "root" else ""
+                while parent and parent in self.queues and parent not in seen:
+                    allocated[parent].add(r)
+                    seen.add(parent)
+                    parent = (self.queues[parent].parent or "root") if parent != "root" else ""
+        for name, q in self.queues.items():
+            new = allocated[name].to_list()
+            if new != q.allocated:
+                q.allocated = new
+                self.effects.append(QueueStatus(name, new))
