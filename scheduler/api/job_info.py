@@ -62,6 +62,7 @@ class JobInfo:
         "uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
         "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
+        "pending_best_effort",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -83,6 +84,7 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.preemptable = False
+        self.pending_best_effort = 0
         if podgroup is not None:
             self.set_podgroup(podgroup)
 
@@ -103,6 +105,8 @@ class JobInfo:
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
+        if task.best_effort and task.status == TaskStatus.Pending:
+            self.pending_best_effort += 1
         self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUS:
             self.allocated.add(task.resreq)
@@ -112,6 +116,8 @@ class JobInfo:
         if t is None:
             return
         self.by_status.get(t.status, {}).pop(t.uid, None)
+        if t.best_effort and t.status == TaskStatus.Pending:
+            self.pending_best_effort -= 1
         self.total_request.sub(t.resreq)
         if t.status & ALLOCATED_STATUS:
             self.allocated.sub(t.resreq)
@@ -124,6 +130,13 @@ class JobInfo:
         bucket = self.by_status.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
+            if not bucket:
+                del self.by_status[old]
+        if task.best_effort:
+            if old == TaskStatus.Pending:
+                self.pending_best_effort -= 1
+            elif status == TaskStatus.Pending:
+                self.pending_best_effort += 1
         was, now = bool(old & ALLOCATED_STATUS), bool(status & ALLOCATED_STATUS)
         if was and not now:
             self.allocated.sub(task.resreq)
@@ -164,7 +177,7 @@ class JobInfo:
         return self.count(TaskStatus.Pipelined)
 
     def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.by_status.get(TaskStatus.Pending, {}).values() if t.best_effort)
+        return self.pending_best_effort
 
     def valid_task_num(self) -> int:
         c = self.count
@@ -255,18 +268,18 @@ class JobInfo:
         return all(counts[role] >= n for role, n in self.task_min_available.items())
 
     def check_task_valid(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         counts = self._roles(VALID_STATUS, False)
         return all(n == 0 or counts[role] >= n for role, n in self.task_min_available.items())
 
     def check_task_ready(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet_minimum(self._roles(READY_STATUS, True))
 
     def check_task_pipelined(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet_minimum(self._roles(READY_STATUS | TaskStatus.Pipelined, True))
 

@@ -167,9 +167,7 @@ class Resource:
             d = self.scalars.get(name, 0.0) - r.scalars.get(name, 0.0)
             if d > 0:
                 inc.scalars[name] = d
-                dec.scalars[name] = 0.0
             else:
-                inc.scalars[name] = 0.0
                 dec.scalars[name] = -d
         return inc, dec
 

@@ -118,6 +118,10 @@ class Statement:
         ssn.update_task_status(task, TaskStatus.Pending)
         task.node_name = ""
 
+    def unpipeline(self, task: TaskInfo) -> None:
+        """Take a pipelined task back to Pending (backfill re-places BestEffort tasks)."""
+        self._unplace(task)
+
     def discard(self) -> None:
         for op in reversed(self.operations):
             task = op.task

@@ -1,0 +1,123 @@
+"""allocate: place pending tasks, queue by queue and job by job, gang by gang (actions/allocate/allocate.go)."""
+
+from __future__ import annotations
+
+import structlog
+
+from vcsched.api.fit_errors import FitError, FitErrors, Status
+from vcsched.api.job_info import JobInfo
+from vcsched.api.queue_info import QueueInfo
+from vcsched.api.task_info import TaskInfo
+from vcsched.api.types import PodGroupPhase, StatusCode, TaskStatus
+from vcsched.framework.interface import Action
+from vcsched.framework.node_search import NodeSearch, Placement
+from vcsched.framework.session import Session
+from vcsched.framework.statement import Statement, StatementError
+from vcsched.framework.util import PriorityQueue
+
+log = structlog.get_logger("vcsched.allocate")
+
+
+def node_search(ssn: Session) -> NodeSearch:
+    """The session's node search, shared by the actions that place tasks."""
+    search = ssn.scratch.get("node_search")
+    if search is None:
+        search = ssn.scratch["node_search"] = NodeSearch(ssn)
+    return search
+
+
+def worksheet(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
+    """The job's pending tasks that allocate may place: not gated, not BestEffort."""
+    return PriorityQueue(
+        ssn.task_order,
+        (t for t in job.tasks_in(TaskStatus.Pending) if not t.scheduling_gated and not t.best_effort),
+    )
+
+
+class AllocateAction(Action):
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        search = node_search(ssn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.is_pending():
+                if "enqueue" in ssn.enabled_actions:
+                    continue
+                job.podgroup.phase = PodGroupPhase.INQUEUE
+            if ssn.job_valid(job) is not None:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            tasks = worksheet(ssn, job)
+            if tasks.empty():
+                continue
+            if queue.name not in jobs_by_queue:
+                jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
+                queues.push(queue)
+            jobs_by_queue[queue.name].push(job)
+            tasks_by_job[job.uid] = tasks
+
+        while not queues.empty():
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = jobs_by_queue.get(queue.name)
+            if jobs is None or jobs.empty():
+                continue
+            job = jobs.pop()
+            tasks = tasks_by_job[job.uid]
+            stmt = allocate_tasks(ssn, search, queue, job, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if not tasks.empty():
+                    jobs.push(job)
+            queues.push(queue)
+
+
+def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobInfo,
+                   tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+    """``allocateResourcesForTasks``: one attempt at making the job ready (or pipelined)."""
+    stmt = Statement(ssn)
+    while not tasks.empty():
+        task = tasks.pop()
+        if not ssn.allocatable(queue, task):
+            continue
+        if task.scheduling_gated:
+            continue
+        if job.task_has_fit_errors(task):
+            job.record_fit_errors(task, FitErrors(
+                err=f"Task {task.name} with role spec {task.role} has already predicated failed, skip"))
+            continue
+        err = ssn.pre_predicate(task)
+        if err:
+            fe = FitErrors()
+            for node in ssn.node_list:
+                fe.set_node_error(FitError(task.namespace, task.name, node.name, [Status(StatusCode.Error, err)]))
+            job.record_fit_errors(task, fe)
+            if job.need_continue_allocating():
+                continue
+            break
+        found = search.find(task)
+        if not isinstance(found, Placement):
+            job.record_fit_errors(task, found)
+            if job.need_continue_allocating():
+                continue
+            break
+        try:
+            if found.fits_idle:
+                stmt.allocate(task, found.node)
+            else:
+                stmt.pipeline(task, found.node, False)
+        except StatementError as e:
+            log.error("allocate resources for task failed", task=task.key, error=str(e))
+            continue
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None

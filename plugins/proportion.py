@@ -1,0 +1,392 @@
+"""proportion: queue fair share by weight, capped by capability and request (plugins/proportion/proportion.go).
+
+spec/framework.md §8.5.  Volcano's Resource arithmetic has a few key-set quirks the
+water-filling depends on (``ExceededPart`` keeps only the scalars that exceed,
+``Diff`` files a scalar under "increased" only when it grew, ``MaxTaskNum`` never
+takes part); the helpers below reproduce them instead of the generic ``Resource``
+methods, so the deserved shares come out as Volcano's do.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from vcsched.api.job_info import JobInfo
+from vcsched.api.queue_info import QueueInfo
+from vcsched.api.resource import PODS, Default, Resource, is_scalar_resource_name, share
+from vcsched.api.task_info import TaskInfo
+from vcsched.api.types import ALLOCATED_STATUS, PodGroupPhase, QueueState, TaskStatus, Vote
+from vcsched.framework.arguments import Arguments
+from vcsched.framework.effects import Event
+from vcsched.framework.interface import Plugin, Point
+from vcsched.framework.session import EventHandler
+
+if TYPE_CHECKING:
+    from vcsched.framework.session import Session
+
+# Volcano sets a non-positive capability cpu or memory to math.MaxFloat64.
+UNLIMITED = sys.float_info.max
+
+
+@dataclass(slots=True)
+class QueueAttr:
+    """What proportion knows of one queue that has jobs in the session."""
+
+    name: str
+    weight: int
+    real_capability: Resource
+    capability: Resource | None = None
+    guarantee: Resource = field(default_factory=Resource)
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    # the sum over jobs of allocated beyond minResources
+    elastic: Resource = field(default_factory=Resource)
+    # minResources admitted (Inqueue, or Running) but not allocated yet
+    inqueue: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.total = Resource()
+        self.total_guarantee = Resource()
+        self.queue_opts: dict[str, QueueAttr] = {}
+
+    # -- session open -------------------------------------------------------------
+
+    def on_session_open(self, ssn: "Session") -> None:
+        self.total = _plain(ssn.total_resource)
+        self.total_guarantee = Resource()
+        for queue in ssn.queues.values():
+            if queue.guarantee is not None:
+                self.total_guarantee.add(queue.guarantee)
+        self.queue_opts = {}
+        self._build_queue_attrs(ssn)
+        self._compute_deserved()
+        self._register(ssn)
+
+    def _new_attr(self, queue: QueueInfo) -> QueueAttr:
+        capability = None
+        if queue.capability is not None:
+            capability = _plain(queue.capability)
+            if capability.milli_cpu <= 0:
+                capability.milli_cpu = UNLIMITED
+            if capability.memory <= 0:
+                capability.memory = UNLIMITED
+        guarantee = _plain(queue.guarantee) if queue.guarantee is not None else Resource()
+        real_capability = exceeded_part(self.total, self.total_guarantee).add(guarantee)
+        if capability is not None:
+            real_capability.min_dimension(capability, Default.INFINITY)
+        return QueueAttr(
+            name=queue.name, weight=queue.weight, real_capability=real_capability,
+            capability=capability, guarantee=guarantee,
+        )
+
+    def _build_queue_attrs(self, ssn: "Session") -> None:
+        for job in ssn.jobs.values():
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                queue = ssn.queues.get(job.queue)
+                if queue is None:
+                    continue
+                attr = self.queue_opts[job.queue] = self._new_attr(queue)
+            for t in job.tasks.values():
+                if t.status & ALLOCATED_STATUS:
+                    attr.allocated.add(t.resreq)
+                    attr.request.add(t.resreq)
+                elif t.status == TaskStatus.Pending:
+                    attr.request.add(t.resreq)
+            pg = job.podgroup
+            if pg is not None and pg.min_resources is not None:
+                if pg.phase == PodGroupPhase.INQUEUE or (
+                    pg.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= pg.min_member
+                ):
+                    attr.inqueue.add(deduct_sch_gated_resources(job, get_inqueue_resource(job, job.allocated)))
+            attr.elastic.add(elastic_resources(job))
+
+    def _compute_deserved(self) -> None:
+        """Water-filling: share ``remaining`` by weight among the queues not yet met, round after round."""
+        opts = self.queue_opts
+        remaining = self.total.clone()
+        met: set[str] = set()
+        while True:
+            total_weight = sum(a.weight for n, a in opts.items() if n not in met)
+            if total_weight == 0:
+                break
+            old_remaining = remaining.clone()
+            increased_sum = Resource()
+            decreased_sum = Resource()
+            for name, attr in opts.items():
+                if name in met:
+                    continue
+                old = attr.deserved.clone()
+                attr.deserved.add(remaining.clone().multi(attr.weight / total_weight))
+                attr.deserved.min_dimension(attr.real_capability, Default.INFINITY)
+                attr.deserved.min_dimension(attr.request, Default.ZERO)
+                attr.deserved = resource_max(attr.deserved, attr.guarantee)
+                _update_share(attr)
+                if attr.request.less_equal(attr.deserved, Default.ZERO) or _same(attr.deserved, old):
+                    met.add(name)
+                increased, decreased = diff(attr.deserved, old)
+                increased_sum.add(increased)
+                decreased_sum.add(decreased)
+            remaining = exceeded_part(remaining.clone().add(decreased_sum), increased_sum)
+            if remaining.is_empty() or _same(remaining, old_remaining):
+                break
+
+    def _register(self, ssn: "Session") -> None:
+        opts = self.queue_opts
+
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:
+            """Higher queue priority first, then lower share."""
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            la, ra = opts.get(l.name), opts.get(r.name)
+            ls = la.share if la is not None else 0.0
+            rs = ra.share if ra is not None else 0.0
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            """Victims from queues whose allocation is above deserved in some dimension."""
+            victims: list[TaskInfo] = []
+            allocations: dict[str, Resource] = {}
+            for reclaimee in reclaimees:
+                job = ssn.jobs.get(reclaimee.job)
+                if job is None:
+                    continue
+                attr = opts.get(job.queue)
+                if attr is None:
+                    continue
+                allocated = allocations.get(job.queue)
+                if allocated is None:
+                    allocated = allocations[job.queue] = attr.allocated.clone()
+                if not allocated.less_equal(attr.deserved, Default.ZERO):
+                    allocated.sub(reclaimee.resreq)
+                    victims.append(reclaimee)
+            return victims, Vote.Permit
+
+        def overused(queue: QueueInfo) -> bool:
+            """Allocated has reached deserved in every dimension of deserved."""
+            attr = opts.get(queue.name)
+            if attr is None:
+                return False
+            return attr.deserved.less_equal(attr.allocated, Default.ZERO)
+
+        def queue_allocatable(queue: QueueInfo, total_req: Resource) -> bool:
+            if queue.state != QueueState.OPEN:
+                return False
+            attr = opts.get(queue.name)
+            if attr is None:
+                return True
+            future_used = attr.allocated.clone().add(total_req)
+            return not future_used.less_equal_strict_in(attr.deserved, total_req)
+
+        def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
+            return queue_allocatable(queue, task.resreq)
+
+        def preemptive(queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+            total_req = Resource()
+            for t in tasks:
+                if t is not None:
+                    total_req.add(t.resreq)
+            return queue_allocatable(queue, total_req)
+
+        def job_enqueueable(job: JobInfo) -> Vote:
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                return Vote.Abstain
+            if queue.state != QueueState.OPEN:
+                return Vote.Reject
+            attr = opts.get(job.queue)
+            pg = job.podgroup
+            if attr is None or pg is None or pg.min_resources is None:
+                return Vote.Permit
+            min_req = pg.min_resources
+            r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+            failed = r.less_equal_strict_in(attr.real_capability, min_req)
+            if not failed:
+                return Vote.Permit
+            ssn.effects.append(Event(
+                "PodGroup", pg.namespace, pg.name, "Normal", "Unschedulable",
+                format_resource_names("queue resource quota insufficient", "insufficient", failed),
+            ))
+            return Vote.Reject
+
+        def job_enqueued(job: JobInfo) -> None:
+            pg = job.podgroup
+            if pg is None or pg.min_resources is None:
+                return
+            attr = opts.get(job.queue)
+            if attr is None:
+                return
+            attr.inqueue.add(deduct_sch_gated_resources(job, pg.min_resources.clone()))
+
+        def on_allocate(task: TaskInfo) -> None:
+            attr = _attr_of(task)
+            if attr is not None:
+                attr.allocated.add(task.resreq)
+                _update_share(attr)
+
+        def on_deallocate(task: TaskInfo) -> None:
+            attr = _attr_of(task)
+            if attr is not None:
+                attr.allocated.sub(task.resreq)
+                _update_share(attr)
+
+        def _attr_of(task: TaskInfo) -> QueueAttr | None:
+            job = ssn.jobs.get(task.job)
+            return opts.get(job.queue) if job is not None else None
+
+        ssn.add(Point.QUEUE_ORDER, self.name, queue_order)
+        ssn.add(Point.RECLAIMABLE, self.name, reclaimable)
+        ssn.add(Point.OVERUSED, self.name, overused)
+        ssn.add(Point.ALLOCATABLE, self.name, allocatable)
+        ssn.add(Point.PREEMPTIVE, self.name, preemptive)
+        ssn.add(Point.JOB_ENQUEUEABLE, self.name, job_enqueueable)
+        ssn.add(Point.JOB_ENQUEUED, self.name, job_enqueued)
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+
+    def on_session_close(self, ssn: "Session") -> None:
+        self.queue_opts = {}
+
+
+def _update_share(attr: QueueAttr) -> None:
+    """The largest allocated/deserved ratio over deserved's dimensions (``pods`` included)."""
+    res = 0.0
+    deserved, allocated = attr.deserved, attr.allocated
+    for rn in deserved.resource_names():
+        s = share(allocated.get(rn), deserved.get(rn))
+        if s > res:
+            res = s
+    attr.share = res
+
+
+# -- Volcano's Resource arithmetic, key sets included ----------------------------------
+
+
+def _plain(r: Resource) -> Resource:
+    """A copy without ``max_task_num``, which Volcano's ``Add`` never carries."""
+    return Resource(r.milli_cpu, r.memory, dict(r.scalars))
+
+
+def _same(a: Resource, b: Resource) -> bool:
+    """``equality.Semantic.DeepEqual`` on the fields that can differ here."""
+    return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
+
+
+def diff(l: Resource, r: Resource) -> tuple[Resource, Resource]:
+    """``l.Diff(r, Zero)``: a scalar lands in exactly one of (increased, decreased)."""
+    inc, dec = Resource(), Resource()
+    d = l.milli_cpu - r.milli_cpu
+    if d > 0:
+        inc.milli_cpu = d
+    else:
+        dec.milli_cpu = -d
+    d = l.memory - r.memory
+    if d > 0:
+        inc.memory = d
+    else:
+        dec.memory = -d
+    ls, rs = l.scalars, r.scalars
+    for name in (*ls, *(n for n in rs if n not in ls)):
+        d = ls.get(name, 0.0) - rs.get(name, 0.0)
+        if d > 0:
+            inc.scalars[name] = d
+        else:
+            dec.scalars[name] = -d
+    return inc, dec
+
+
+def exceeded_part(l: Resource, r: Resource) -> Resource:
+    """``ExceededPart(l, r)``: max(l − r, 0), keeping only the scalars that exceed."""
+    return diff(l, r)[0]
+
+
+def resource_max(l: Resource, r: Resource) -> Resource:
+    """``helpers.Max``: per-dimension max; scalars the union of the non-negative values."""
+    res = Resource(max(l.milli_cpu, r.milli_cpu), max(l.memory, r.memory))
+    s = res.scalars
+    for name, v in l.scalars.items():
+        if v >= 0:
+            s[name] = v
+    for name, v in r.scalars.items():
+        if v >= 0:
+            s[name] = max(v, s.get(name, 0.0))
+    return res
+
+
+# -- job helpers shared with overcommit (job_info.go, plugins/util) -----------------------
+
+
+def allocated_task_num(job: JobInfo) -> int:
+    """``CalculateAllocatedTaskNum``: tasks in an allocated status."""
+    return sum(1 for t in job.tasks.values() if t.status & ALLOCATED_STATUS)
+
+
+def get_inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """``GetInqueueResource``: per minResources dimension, what allocated does not cover yet."""
+    min_res = job.podgroup.min_resources
+    inqueue = Resource()
+    inqueue.milli_cpu = max(min_res.milli_cpu - allocated.milli_cpu, 0.0)
+    inqueue.memory = max(min_res.memory - allocated.memory, 0.0)
+    for name, quant in min_res.scalars.items():
+        if name == PODS:
+            reserved = quant - allocated.scalars.get(PODS, 0.0)
+            if reserved > 0:
+                inqueue.scalars[PODS] = reserved
+            continue
+        if not is_scalar_resource_name(name):
+            continue  # ephemeral-storage is not a "scalar resource name"
+        if name not in allocated.scalars:
+            inqueue.scalars[name] = quant
+        else:
+            reserved = quant - allocated.scalars[name]
+            if reserved > 0:
+                inqueue.scalars[name] = reserved
+    return inqueue
+
+
+def sch_gated_resources(job: JobInfo) -> Resource:
+    """``GetSchGatedPodResources``: tasks held by a scheduling gate other than Volcano's own."""
+    res = Resource()
+    for t in job.tasks.values():
+        if t.scheduling_gated:
+            res.add(t.resreq)
+    return res
+
+
+def deduct_sch_gated_resources(job: JobInfo, res: Resource) -> Resource:
+    """``DeductSchGatedResources``: res less the gated tasks' requests, floored at 0."""
+    gated = sch_gated_resources(job)
+    if gated.is_empty():
+        return res
+    result = res.clone()
+    result.milli_cpu = max(result.milli_cpu - gated.milli_cpu, 0.0)
+    result.memory = max(result.memory - gated.memory, 0.0)
+    for name, v in res.scalars.items():
+        g = gated.scalars.get(name)
+        if g is not None:
+            result.scalars[name] = max(v - g, 0.0)
+    return result
+
+
+def elastic_resources(job: JobInfo) -> Resource:
+    """``GetElasticResources``: allocated beyond minResources (everything, without minResources)."""
+    pg = job.podgroup
+    min_res = pg.min_resources if pg is not None and pg.min_resources is not None else Resource()
+    return exceeded_part(job.allocated, min_res)
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """``FormatResourceNames``: ``prefix: verb a, verb b``."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {n}" for n in names)

@@ -1,0 +1,168 @@
+"""``vcsched bench``: the scheduler's speed on a synthetic cluster, in process.
+
+It builds nodes, PodGroups and pods as manifests, feeds them to the same Cache
+and runs the same Scheduler as ``simulate``, applying each session's binds to
+the cache as a cluster would, until every pod is placed or a cycle places none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .cache import Cache
+from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
+from .framework.effects import Bind, PodGroupStatus
+from .scheduler import Scheduler
+from .sim.cluster import SIM_EPOCH, rfc3339
+
+
+@dataclass(slots=True)
+class BenchResult:
+    nodes: int
+    pods: int
+    gang_size: int
+    pods_placed: int
+    cycles: int
+    wall_seconds: float
+    pods_per_second: float
+    session_p50_ms: float
+    session_p99_ms: float
+    peak_rss_mib: float
+
+
+def _percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], list[dict]]:
+    rng = random.Random(args.seed)
+    cpus = [c.strip() for c in args.cpu.split(",") if c.strip()]
+    mems = [m.strip() for m in args.memory.split(",") if m.strip()]
+    nodes = [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i:05d}"}},
+        "status": {"allocatable": {"cpu": args.node_cpu, "memory": args.node_memory, "pods": str(args.node_pods)}},
+    } for i in range(args.nodes)]
+    podgroups, pods = [], []
+    gang = max(1, min(args.gang_size, args.pods))
+    created = SIM_EPOCH
+    for j in range((args.pods + gang - 1) // gang):
+        size = min(gang, args.pods - j * gang)
+        cpu, mem = rng.choice(cpus), rng.choice(mems)
+        name = f"job-{j:05d}"
+        created += 1
+        podgroups.append({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"pg-{j}", "creationTimestamp": rfc3339(created)},
+            "spec": {"minMember": size, "queue": "default"},
+            "status": {"phase": "Pending"},
+        })
+        for t in range(size):
+            pods.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-task-{t}", "namespace": "bench", "uid": f"pod-{j}-{t}",
+                    "creationTimestamp": rfc3339(created),
+                    "annotations": {"scheduling.k8s.io/group-name": name},
+                },
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [{"name": "main", "image": "busybox",
+                                    "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+                },
+                "status": {"phase": "Pending"},
+            })
+    return nodes, podgroups, pods
+
+
+def run(args: argparse.Namespace) -> BenchResult:
+    conf_text = DEFAULT_SCHEDULER_CONF
+    if args.conf:
+        with open(args.conf, encoding="utf-8") as f:
+            conf_text = f.read()
+    conf = parse_conf(conf_text)
+    nodes, podgroups, pods = build_cluster(args)
+    by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
+    pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
+    cache = Cache()
+    for q in ("root", "default"):
+        cache.add_queue({"metadata": {"name": q, "creationTimestamp": rfc3339(SIM_EPOCH)},
+                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
+    for n in nodes:
+        cache.add_node(n)
+    for pg in podgroups:
+        cache.add_podgroup(pg)
+    for p in pods:
+        cache.add_pod(p)
+    scheduler = Scheduler(cache, conf)
+    placed, cycles, latencies = 0, 0, []
+    started = time.perf_counter()
+    while placed < len(pods) and cycles < args.max_cycles:
+        t0 = time.perf_counter()
+        effects = scheduler.run_once(now=SIM_EPOCH + cycles, uid=f"bench-{cycles}")
+        latencies.append((time.perf_counter() - t0) * 1000)
+        cycles += 1
+        binds = [e for e in effects if isinstance(e, Bind)]
+        for b in binds:
+            pod = by_key[f"{b.namespace}/{b.name}"]
+            pod["spec"]["nodeName"] = b.node
+            pod["status"]["phase"] = "Running"
+            cache.update_pod(pod)
+        # PodGroup phases move on as the scheduler wrote them
+        for e in effects:
+            if isinstance(e, PodGroupStatus):
+                pg = pg_by_name[e.name]
+                pg["status"] = {"phase": e.phase}
+                cache.update_podgroup(pg)
+        placed += len(binds)
+        if not binds and cycles > 1:
+            break
+    wall = time.perf_counter() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return BenchResult(
+        nodes=args.nodes, pods=len(pods), gang_size=args.gang_size, pods_placed=placed, cycles=cycles,
+        wall_seconds=round(wall, 3), pods_per_second=round(placed / wall, 1) if wall else 0.0,
+        session_p50_ms=round(_percentile(latencies, 50), 1), session_p99_ms=round(_percentile(latencies, 99), 1),
+        peak_rss_mib=round(rss, 1),
+    )
+
+
+def bench(args: argparse.Namespace) -> int:
+    try:
+        res = run(args)
+    except (ConfError, OSError) as e:
+        print(f"vcsched bench: {e}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        print(json.dumps(asdict(res), sort_keys=True))
+    else:
+        for k, v in asdict(res).items():
+            print(f"{k:<16} {v}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bench", help="measure scheduling speed on a synthetic in-memory cluster")
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--node-cpu", default="32")
+    p.add_argument("--node-memory", default="128Gi")
+    p.add_argument("--node-pods", type=int, default=110)
+    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--gang-size", type=int, default=1, help="pods per job (minMember = job size)")
+    p.add_argument("--cpu", default="250m,500m,1,2", help="comma-separated CPU requests to draw from")
+    p.add_argument("--memory", default="512Mi,1Gi,2Gi,4Gi", help="comma-separated memory requests to draw from")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--max-cycles", type=int, default=20)
+    p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    p.set_defaults(run=bench)

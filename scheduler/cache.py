@@ -1,0 +1,285 @@
+"""The cache: the scheduler's in-memory truth between sessions (cache/cache.go, event_handlers.go).
+
+Sources feed it add/update/delete events of plain manifests; ``snapshot`` hands
+a session clones it may change freely.  Objects carrying a ``resourceVersion``
+are applied only when newer than what the cache holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from .api.job_info import JobInfo, PodGroup
+from .api.node_info import NodeInfo, NodeSpec
+from .api.pod_spec import Taint
+from .api.queue_info import QueueInfo
+from .api.resource import Resource
+from .api.task_info import TaskInfo, new_task_info, parse_timestamp
+from .api.types import COMPLETED_STATUS
+from .framework.session import Snapshot
+
+log = structlog.get_logger("vcsched.cache")
+
+
+@dataclass(slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool
+
+
+def _rv(obj: Mapping[str, Any]) -> int | None:
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def node_info_from(node: Mapping[str, Any]) -> NodeInfo:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    allocatable = Resource.from_list(status.get("allocatable") or {})
+    capacity = Resource.from_list(status.get("capacity") or status.get("allocatable") or {})
+    node_spec = NodeSpec(
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        taints=tuple(
+            Taint(t.get("key") or "", str(t.get("value") or ""), t.get("effect") or "") for t in spec.get("taints") or []
+        ),
+        unschedulable=bool(spec.get("unschedulable")),
+        images={
+            name: int(img.get("sizeBytes") or 0)
+            for img in status.get("images") or [] for name in img.get("names") or []
+        },
+        annotations=dict(meta.get("annotations") or {}),
+    )
+    return NodeInfo(meta["name"], node, node_spec, allocatable, capacity)
+
+
+def podgroup_from(obj: Mapping[str, Any]) -> PodGroup:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    min_res = spec.get("minResources")
+    return PodGroup(
+        name=meta["name"],
+        namespace=meta.get("namespace") or "default",
+        uid=str(meta.get("uid") or ""),
+        creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+        min_member=int(spec.get("minMember") or 0),
+        min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+        queue=spec.get("queue") or "",
+        priority_class_name=spec.get("priorityClassName") or "",
+        min_resources=Resource.from_list(min_res) if min_res is not None else None,
+        annotations=dict(meta.get("annotations") or {}),
+        labels=dict(meta.get("labels") or {}),
+        phase=status.get("phase") or "",
+        conditions=[dict(c) for c in status.get("conditions") or []],
+        running=int(status.get("running") or 0),
+        succeeded=int(status.get("succeeded") or 0),
+        failed=int(status.get("failed") or 0),
+    )
+
+
+def queue_from(obj: Mapping[str, Any]) -> QueueInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    cap = spec.get("capability")
+    deserved = spec.get("deserved")
+    return QueueInfo(
+        name=meta["name"],
+        uid=str(meta.get("uid") or meta["name"]),
+        creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+        weight=int(spec.get("weight") or 1),
+        capability=Resource.from_list(cap) if cap else None,
+        guarantee=Resource.from_list((spec.get("guarantee") or {}).get("resource") or {}),
+        deserved=Resource.from_list(deserved) if deserved else None,
+        reclaimable_flag=spec.get("reclaimable"),
+        parent=spec.get("parent") or "",
+        priority=int(spec.get("priority") or 0),
+        state=status.get("state") or "",
+        annotations=dict(meta.get("annotations") or {}),
+        allocated={str(k): str(v) for k, v in (status.get("allocated") or {}).items()},
+    )
+
+
+class Cache:
+    def __init__(self, scheduler_names: tuple[str, ...] = ("volcano",), default_queue: str = "default") -> None:
+        self.scheduler_names = scheduler_names
+        self.default_queue = default_queue
+        self.nodes: dict[str, NodeInfo] = {}  # insertion order = the order nodes were first seen
+        self.tasks: dict[str, TaskInfo] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.versions: dict[tuple[str, str], int] = {}
+
+    # -- event plumbing ------------------------------------------------------------------
+
+    def _newer(self, kind: str, key: str, obj: Mapping[str, Any]) -> bool:
+        rv = _rv(obj)
+        if rv is None:
+            return True
+        old = self.versions.get((kind, key))
+        if old is not None and rv < old:
+            return False
+        self.versions[(kind, key)] = rv
+        return True
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def add_node(self, node: Mapping[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if not self._newer("Node", name, node):
+            return
+        info = node_info_from(node)
+        old = self.nodes.get(name)
+        if old is not None:
+            for task in old.tasks.values():
+                info.add_task(task)
+        self.nodes[name] = info
+
+    update_node = add_node
+
+    def delete_node(self, name: str) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        if node.tasks:
+            # keep the pods' accounting; the entry is not ready without a Node object
+            placeholder = NodeInfo(name, None, NodeSpec(), Resource(), Resource())
+            for task in node.tasks.values():
+                placeholder.add_task(task)
+            self.nodes[name] = placeholder
+        else:
+            del self.nodes[name]
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def responsible_for(self, pod: Mapping[str, Any]) -> bool:
+        spec = pod.get("spec") or {}
+        return spec.get("schedulerName") in self.scheduler_names or bool(spec.get("nodeName"))
+
+    def add_pod(self, pod: Mapping[str, Any]) -> None:
+        if not self.responsible_for(pod):
+            return
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        if not self._newer("Pod", key, pod):
+            return
+        task = new_task_info(pod)
+        old = self.tasks.get(task.uid)
+        if old is not None:
+            self._remove_task(old)
+        self.tasks[task.uid] = task
+        if task.job:
+            job = self.jobs.get(task.job)
+            if job is None:
+                job = self.jobs[task.job] = JobInfo(task.job)
+            job.add_task(task)
+        if task.node_name and not task.status & COMPLETED_STATUS:
+            node = self.nodes.get(task.node_name)
+            if node is None:
+                node = self.nodes[task.node_name] = NodeInfo(task.node_name, None, NodeSpec(), Resource(), Resource())
+            node.add_task(task)
+
+    update_pod = add_pod
+
+    def _remove_task(self, task: TaskInfo) -> None:
+        self.tasks.pop(task.uid, None)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.delete_task(task)
+            if job.podgroup is None and not job.tasks:
+                del self.jobs[task.job]
+        node = self.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.remove_task(task)
+            if node.node is None and not node.tasks:
+                del self.nodes[task.node_name]
+
+    def delete_pod(self, uid: str) -> None:
+        task = self.tasks.get(uid)
+        if task is not None:
+            self._remove_task(task)
+
+    # -- podgroups, queues, priority classes ------------------------------------------------------
+
+    def add_podgroup(self, obj: Mapping[str, Any]) -> None:
+        pg = podgroup_from(obj)
+        if not self._newer("PodGroup", pg.key, obj):
+            return
+        job = self.jobs.get(pg.key)
+        if job is None:
+            job = self.jobs[pg.key] = JobInfo(pg.key)
+        job.set_podgroup(pg, self.default_queue)
+
+    update_podgroup = add_podgroup
+
+    def delete_podgroup(self, key: str) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        job.podgroup = None
+        if not job.tasks:
+            del self.jobs[key]
+
+    def add_queue(self, obj: Mapping[str, Any]) -> None:
+        q = queue_from(obj)
+        if self._newer("Queue", q.name, obj):
+            self.queues[q.name] = q
+
+    update_queue = add_queue
+
+    def delete_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def add_priority_class(self, obj: Mapping[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
+
+    def delete_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+
+    # -- snapshot -----------------------------------------------------------------------------------
+
+    def job_priority(self, job: JobInfo) -> int:
+        pc = self.priority_classes.get(job.podgroup.priority_class_name) if job.podgroup.priority_class_name else None
+        if pc is not None:
+            return pc.value
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    def snapshot(self) -> Snapshot:
+        """Clones of the ready nodes, every job with a PodGroup and a known queue, and all queues."""
+        jobs: dict[str, JobInfo] = {}
+        clones: dict[str, TaskInfo] = {}
+        for uid, job in self.jobs.items():
+            if job.podgroup is None or job.queue not in self.queues:
+                continue
+            c = job.clone()
+            c.priority = self.job_priority(job)
+            jobs[uid] = c
+            clones.update(c.tasks)
+        nodes = []
+        for node in self.nodes.values():
+            if not node.ready:
+                continue
+            n = node.clone()
+            for uid, task in node.tasks.items():
+                t = clones.get(uid) or task.clone()
+                n.tasks[uid] = t
+                n.accounted[uid] = node.accounted[uid]
+            nodes.append(n)
+        queues = {name: q.clone() for name, q in self.queues.items()}
+        return Snapshot(nodes, jobs, queues)
+
+

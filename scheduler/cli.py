@@ -1,0 +1,115 @@
+"""The ``vcsched`` command: ``simulate`` and ``bench``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import structlog
+
+from .cache import Cache
+from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
+from .scheduler import Scheduler
+from .sim.cluster import SIM_EPOCH, SimCluster
+from .sim.manifests import ManifestError, load_manifests
+from .sim.output import render, result
+
+EXIT_BAD_INPUT = 2
+MAX_CYCLES = 20
+CONF_MAP = "volcano-scheduler-configmap"
+CONF_KEY = "volcano-scheduler.conf"
+
+
+class BadInput(Exception):
+    """User input the API server or Volcano would refuse: exit 2, one line."""
+
+
+def configure_logging(verbose: bool) -> None:
+    renderer = structlog.dev.ConsoleRenderer(colors=False) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
+def load_conf(conf_path: str | None, cluster: SimCluster) -> SchedulerConfiguration:
+    """``--conf``, else the ConfigMap in the input, else the built-in default."""
+    if conf_path:
+        try:
+            with open(conf_path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise BadInput(f"{conf_path}: {e.strerror}") from None
+        where = conf_path
+    else:
+        cm = next((c for k, c in cluster.config_maps.items() if k.endswith("/" + CONF_MAP)), None)
+        if cm is not None and CONF_KEY in (cm.get("data") or {}):
+            text = cm["data"][CONF_KEY]
+            where = f"ConfigMap {cm['metadata'].get('namespace')}/{CONF_MAP}: data[{CONF_KEY}]"
+        else:
+            text, where = DEFAULT_SCHEDULER_CONF, "built-in default"
+    try:
+        return parse_conf(text)
+    except ConfError as e:
+        raise BadInput(f"{where}: {e}") from None
+
+
+def simulate(args: argparse.Namespace) -> int:
+    names = tuple(args.scheduler_name or ["volcano"])
+    try:
+        manifests = load_manifests(args.filename, stdin=sys.stdin)
+        cluster = SimCluster.from_manifests(manifests, names)
+        conf = load_conf(args.conf, cluster)
+    except (ManifestError, BadInput) as e:
+        print(f"vcsched simulate: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cache = Cache(names)
+    cluster.feed(cache)
+    scheduler = Scheduler(cache, conf)
+    cycles = 0
+    limit = args.cycles if args.cycles is not None else MAX_CYCLES
+    while cycles < limit:
+        effects = scheduler.run_once(now=SIM_EPOCH + 3600 + cycles, uid=f"session-{cycles + 1}")
+        cycles += 1
+        changed = cluster.apply(effects, cache)
+        if args.cycles is None and not changed:
+            break
+    fmt = args.output or ("table" if sys.stdout.isatty() else "json")
+    sys.stdout.write(render(result(cluster, cache, cycles), fmt) + ("" if fmt == "table" else "\n"))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vcsched", description="A Volcano-compatible batch scheduler.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="schedule manifests on an embedded in-memory cluster")
+    sim.add_argument("-f", "--filename", action="append", required=True, help="manifest file, or - for stdin")
+    sim.add_argument("--conf", help="a volcano-scheduler.conf file")
+    sim.add_argument("--cycles", type=int, help="run exactly N scheduling cycles")
+    sim.add_argument("-o", "--output", choices=("table", "json", "yaml"))
+    sim.add_argument("--scheduler-name", action="append", help="schedulerName to serve (default volcano)")
+    sim.set_defaults(run=simulate)
+
+    from .bench import add_parser as add_bench
+
+    add_bench(sub)
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # an internal error: say so on one line, exit 1
+        structlog.get_logger("vcsched").exception("internal error")
+        print(f"vcsched: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Finding the node for a task: Volcano's feasible-node search and node choice, done once per shape.
+
+Volcano evaluates, for every task, the predicates on nodes taken from a
+rotating start index until it has found ``numToFind`` feasible ones, scores
+them, and takes the best of the first non-empty gradient (fits Idle, then
+fits FutureIdle) (util/predicate_helper.go · PredicateNodes,
+allocate.go · prioritizeNodes).
+
+Tasks of equal *shape* (same requests and the same scheduling constraints, see
+``PodSpec``) get the same predicate result and per-node score on a node, and a
+placement changes only the node it lands on.  So a ``ShapeIndex`` keeps, per
+shape, each node's verdict and score in a segment tree: a placement refreshes one
+leaf (O(log N)), and the answer to "the best node among the first k feasible
+ones from index s" is two tree walks.  Tasks whose result on a node can change by
+placements elsewhere (inter-pod affinity, topology spread, scorers that normalise
+over the candidate set) take the direct path, which does what Volcano does, node
+by node.
+
+Ties between equal scores, which Volcano breaks at random, go to the first node
+in search order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..api.fit_errors import FitError, FitErrors, Status
+from ..api.node_info import NodeInfo
+from ..api.task_info import TaskInfo
+from ..api.types import FAILING_CODES, StatusCode
+from .interface import Point
+from .session import Session
+
+MINIMUM_FEASIBLE_NODES = 100
+MINIMUM_PERCENTAGE_NODES_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(n: int, percentage: int = 0) -> int:
+    """``CalculateNumOfFeasibleNodesToFind``."""
+    if n <= MINIMUM_FEASIBLE_NODES or percentage >= 100:
+        return n
+    pct = percentage
+    if pct <= 0:
+        pct = max(50 - n // 125, MINIMUM_PERCENTAGE_NODES_TO_FIND)
+    return max(n * pct // 100, MINIMUM_FEASIBLE_NODES)
+
+
+@dataclass(slots=True)
+class Placement:
+    node: NodeInfo
+    fits_idle: bool  # False: only FutureIdle fits, the task is pipelined
+
+
+class NodeSearch:
+    """Per-session node search; ``find`` returns a Placement or the task's FitErrors."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.nodes = ssn.node_list
+        self.k = num_feasible_nodes_to_find(len(self.nodes))
+        self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
+        self.best_node = ssn.fns(Point.BEST_NODE)
+        self.indexes: dict[tuple, ShapeIndex] = {}
+
+    # -- predicates ------------------------------------------------------------------
+
+    def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
+        """The allocate predicate: resources against FutureIdle, then the plugins."""
+        short = task.resreq.first_shortfall(node.future_idle())
+        if short is not None:
+            return [Status(StatusCode.Unschedulable, f"Insufficient {short}")]
+        statuses = self.ssn.predicate(task, node)
+        if statuses and any(s.code in FAILING_CODES for s in statuses):
+            return statuses
+        return None
+
+    def predicate_failure(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
+        """Backfill's predicate: the plugins only, no resource check."""
+        statuses = self.ssn.predicate(task, node)
+        return statuses if statuses and any(s.code in FAILING_CODES for s in statuses) else None
+
+    def fit_errors(self, task: TaskInfo, nodes: list[NodeInfo], predicate_only: bool = False) -> FitErrors:
+        fe = FitErrors()
+        check = self.predicate_failure if predicate_only else self.check
+        for node in nodes:
+            statuses = check(task, node)
+            if statuses:
+                fe.set_node_error(FitError(task.namespace, task.name, node.name, statuses))
+        return fe
+
+    def shareable(self, task: TaskInfo) -> bool:
+        return task.spec.shareable and not self.best_node and not any(b.applies(task) for b in self.batch)
+
+    def shape_key(self, task: TaskInfo) -> tuple:
+        if self.ssn.has_inter_pod_terms:
+            return (task.shape, task.namespace, tuple(sorted(task.spec.labels.items())))
+        return task.shape
+
+    # -- the search ---------------------------------------------------------------------
+
+    def find(self, task: TaskInfo, predicate_only: bool = False) -> Placement | FitErrors:
+        """Best node for the task, or why there is none.
+
+        ``predicate_only`` is backfill's variant: plugin predicates only, no resource
+        check and no gradients.
+        """
+        if not self.nodes:
+            return FitErrors()
+        ssn = self.ssn
+        nominated = ssn.nodes.get(task.nominated_node) if task.nominated_node and not predicate_only else None
+        if nominated is not None and task.resreq.less_equal(nominated.future_idle()):
+            if self.check(task, nominated) is None:
+                return Placement(nominated, task.resreq.less_equal(nominated.idle))
+        if self.shareable(task):
+            key = (self.shape_key(task), predicate_only)
+            index = self.indexes.get(key)
+            if index is None:
+                index = self.indexes[key] = ShapeIndex(self, task, predicate_only)
+            return index.find(task)
+        return self._find_direct(task, predicate_only)
+
+    def _find_direct(self, task: TaskInfo, predicate_only: bool) -> Placement | FitErrors:
+        ssn = self.ssn
+        nodes = self.nodes
+        n = len(nodes)
+        start = ssn.state.next_start_node % n
+        feasible: list[NodeInfo] = []
+        fe = FitErrors()
+        processed = 0
+        for i in range(n):
+            node = nodes[(start + i) % n]
+            processed += 1
+            statuses = self.predicate_failure(task, node) if predicate_only else self.check(task, node)
+            if statuses:
+                fe.set_node_error(FitError(task.namespace, task.name, node.name, statuses))
+                continue
+            if len(feasible) == self.k:
+                break  # Volcano stops at the first feasible node beyond numToFind
+            feasible.append(node)
+        ssn.state.next_start_node = (start + processed) % n
+        if not feasible:
+            return fe
+        if predicate_only:
+            gradient, idle = feasible, True
+        else:
+            gradient = [nd for nd in feasible if task.resreq.less_equal(nd.idle)]
+            idle = bool(gradient)
+            if not gradient:
+                gradient = [nd for nd in feasible if task.resreq.less_equal(nd.future_idle())]
+            if not gradient:
+                return fe
+        if len(gradient) == 1:
+            return Placement(gradient[0], idle)
+        scores = {nd.name: ssn.node_order(task, nd) for nd in gradient}
+        for scorer in self.batch:
+            if scorer.applies(task):
+                for name, s in scorer.score(task, gradient).items():
+                    scores[name] = scores.get(name, 0.0) + s
+        for fn in self.best_node:
+            chosen = fn(task, scores)
+            if chosen is not None:
+                return Placement(chosen, idle)
+        best = gradient[0]
+        best_score = scores[best.name]
+        for nd in gradient[1:]:
+            s = scores[nd.name]
+            if s > best_score:
+                best, best_score = nd, s
+        return Placement(best, idle)
+
+
+class ShapeIndex:
+    """Per-node verdicts and scores for one task shape, in a segment tree over the node list.
+
+    Each leaf holds: feasible (counted in ``cnt``), fits Idle (gradient 1) or only
+    FutureIdle (gradient 2), and the node's score.  Inner nodes hold the feasible
+    count and, per gradient, the leftmost best-scoring leaf below them.
+    """
+
+    __slots__ = ("search", "predicate_only", "size", "n", "cnt", "best1", "best2", "score", "gens", "log_pos",
+                 "failure")
+
+    def __init__(self, search: NodeSearch, task: TaskInfo, predicate_only: bool) -> None:
+        self.search = search
+        self.predicate_only = predicate_only
+        nodes = search.nodes
+        self.n = n = len(nodes)
+        size = 1
+        while size < n:
+            size <<= 1
+        self.size = size
+        self.cnt = [0] * (2 * size)
+        self.best1 = [-1] * (2 * size)
+        self.best2 = [-1] * (2 * size)
+        self.score = [0.0] * n
+        self.gens = [-1] * n
+        for i, node in enumerate(nodes):
+            self._eval_leaf(task, i, node)
+        for v in range(size - 1, 0, -1):
+            self._pull(v)
+        self.log_pos = len(search.ssn.node_changes)
+        # (log position, FitErrors) of the last failure: identical tasks fail alike until a node changes
+        self.failure: tuple[int, FitErrors] | None = None
+
+    def _eval_leaf(self, task: TaskInfo, i: int, node: NodeInfo) -> None:
+        search = self.search
+        self.gens[i] = node.generation
+        v = self.size + i
+        if self.predicate_only:
+            ok = idle = search.predicate_failure(task, node) is None
+        else:
+            ok = search.check(task, node) is None
+            idle = ok and task.resreq.less_equal(node.idle)
+        self.cnt[v] = 1 if ok else 0
+        if ok:
+            self.score[i] = search.ssn.node_order(task, node)
+        self.best1[v] = i if idle else -1
+        self.best2[v] = i if ok and not idle else -1
+
+    def _better(self, a: int, b: int) -> int:
+        """The better of two leaves; on equal scores the one earlier in search order (a)."""
+        if a < 0:
+            return b
+        if b < 0:
+            return a
+        return a if self.score[a] >= self.score[b] else b
+
+    def _pull(self, v: int) -> None:
+        l, r = 2 * v, 2 * v + 1
+        self.cnt[v] = self.cnt[l] + self.cnt[r]
+        self.best1[v] = self._better(self.best1[l], self.best1[r])
+        self.best2[v] = self._better(self.best2[l], self.best2[r])
+
+    def _refresh(self, task: TaskInfo) -> None:
+        changes = self.search.ssn.node_changes
+        if self.log_pos == len(changes):
+            return
+        nodes = self.search.nodes
+        for i in changes[self.log_pos:]:
+            node = nodes[i]
+            if self.gens[i] == node.generation:
+                continue
+            self._eval_leaf(task, i, node)
+            v = (self.size + i) >> 1
+            while v:
+                self._pull(v)
+                v >>= 1
+        self.log_pos = len(changes)
+
+    def _count(self, l: int, r: int) -> int:
+        """Feasible leaves in [l, r)."""
+        total = 0
+        cnt = self.cnt
+        l += self.size
+        r += self.size
+        while l < r:
+            if l & 1:
+                total += cnt[l]
+                l += 1
+            if r & 1:
+                r -= 1
+                total += cnt[r]
+            l >>= 1
+            r >>= 1
+        return total
+
+    def _kth(self, k: int) -> int:
+        """Position of the k-th (1-based) feasible leaf; the caller ensures it exists."""
+        cnt = self.cnt
+        v = 1
+        while v < self.size:
+            if cnt[2 * v] >= k:
+                v = 2 * v
+            else:
+                k -= cnt[2 * v]
+                v = 2 * v + 1
+        return v - self.size
+
+    def _best(self, best: list[int], l: int, r: int) -> int:
+        """Leftmost best leaf in [l, r)."""
+        left, right = -1, -1
+        l += self.size
+        r += self.size
+        while l < r:
+            if l & 1:
+                left = self._better(left, best[l])
+                l += 1
+            if r & 1:
+                r -= 1
+                right = self._better(best[r], right)
+            l >>= 1
+            r >>= 1
+        return self._better(left, right)
+
+    def find(self, task: TaskInfo) -> Placement | FitErrors:
+        self._refresh(task)
+        search = self.search
+        state = search.ssn.state
+        n, k = self.n, search.k
+        start = state.next_start_node % n
+        before = self._count(0, start)
+        after = self.cnt[1] - before
+        total = self.cnt[1]
+
+        def position(j: int) -> int:
+            """Offset from start of the j-th feasible leaf in search order, or -1."""
+            if j <= after:
+                return self._kth(before + j) - start
+            if j <= total:
+                return self._kth(j - after) + n - start
+            return -1
+
+        end = position(k)  # the window ends at the k-th feasible node
+        stop = position(k + 1)  # Volcano counts the node that made it stop
+        state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
+        if total == 0:
+            return self._failure(task, start)
+        if end < 0:
+            end = n - 1
+        for best, idle in ((self.best1, True), (self.best2, False)):
+            if start + end < n:
+                chosen = self._best(best, start, start + end + 1)
+            else:
+                chosen = self._better(self._best(best, start, n), self._best(best, 0, start + end + 1 - n))
+            if chosen >= 0:
+                return Placement(search.nodes[chosen], idle)
+        return self._failure(task, start)
+
+    def _failure(self, task: TaskInfo, start: int) -> FitErrors:
+        if self.failure is not None and self.failure[0] == self.log_pos:
+            return self.failure[1]
+        nodes, n = self.search.nodes, self.n
+        fe = self.search.fit_errors(task, [nodes[(start + i) % n] for i in range(n)], self.predicate_only)
+        self.failure = (self.log_pos, fe)
+        return fe

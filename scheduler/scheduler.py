@@ -1,0 +1,39 @@
+"""The scheduling loop's body: one session over the cache (scheduler.go · runOnce)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from .cache import Cache
+from .conf import SchedulerConfiguration
+from .framework.effects import Effect
+from .framework.registry import action_classes, plugin_classes
+from .framework.session import SchedulerState, Session
+from .metrics import Metrics
+
+
+class Scheduler:
+    def __init__(self, cache: Cache, conf: SchedulerConfiguration, metrics: Metrics | None = None) -> None:
+        self.cache = cache
+        self.conf = conf
+        self.state = SchedulerState()
+        self.metrics = metrics or Metrics()
+        self._plugins = plugin_classes()
+        self._actions = action_classes()
+
+    def run_once(self, now: float | None = None, uid: str | None = None) -> list[Effect]:
+        """Open a session on a snapshot, run the configured actions, close it; return its effects."""
+        conf = self.conf  # a reload takes effect from the next cycle
+        started = time.perf_counter()
+        ssn = Session(self.cache.snapshot(), conf, self._plugins, self.state, now=now, uid=uid or str(uuid.uuid4()))
+        ssn.open()
+        self.metrics.open_session(time.perf_counter() - started)
+        for name in conf.actions:
+            t0 = time.perf_counter()
+            self._actions[name]().execute(ssn)
+            self.metrics.action(name, time.perf_counter() - t0)
+        effects = ssn.close()
+        self.metrics.cycle(time.perf_counter() - started)
+        self.last_session = ssn
+        return effects

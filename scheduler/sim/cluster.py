@@ -1,0 +1,187 @@
+"""The embedded cluster of ``vcsched simulate``: the sim source and sink around the real scheduler.
+
+It holds the input objects, does what the controllers and the API server would
+(PodGroups for bare pods, default Queues, Open queue state), feeds them to the
+cache, and applies each session's effects: a bind makes the pod Running on its
+node, an eviction deletes it, statuses are written back.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..api.types import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
+from ..cache import Cache
+from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
+from ..controllers.queue import default_queue, reconcile_queue
+from ..framework.effects import Bind, Effect, Evict, PodCondition, PodGroupStatus, QueueStatus
+from .manifests import Manifest, ManifestError
+
+SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class SimCluster:
+    scheduler_names: tuple[str, ...] = ("volcano",)
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",)) -> "SimCluster":
+        c = cls(scheduler_names)
+        sources: dict[str, Manifest] = {}
+        for m in manifests:
+            obj = copy.deepcopy(m.obj)
+            if m.kind == "Pod":
+                c.pods[m.key] = obj
+                sources[m.key] = m
+            elif m.kind == "Node":
+                c.nodes[m.name] = obj
+            elif m.kind == "PodGroup":
+                c.podgroups[m.key] = obj
+                sources["pg:" + m.key] = m
+            elif m.kind == "Queue":
+                c.queues[m.name] = reconcile_queue(obj)
+            elif m.kind == "PriorityClass":
+                c.priority_classes[m.name] = obj
+            elif m.kind == "ConfigMap":
+                c.config_maps[m.key] = obj
+            elif m.kind == "Job":
+                raise ManifestError(f"{m.source} (Job {m.key}): batch.volcano.sh/v1alpha1 Job is not supported "
+                                    "by simulate yet; submit its PodGroup and pods instead")
+        for name, reclaimable in (("root", False), ("default", True)):
+            if name not in c.queues:
+                c.queues[name] = default_queue(name, reclaimable, rfc3339(SIM_EPOCH - 1))
+        c._make_podgroups()
+        c._check_references(sources)
+        return c
+
+    def _make_podgroups(self) -> None:
+        """The podgroup controller: one PodGroup per bare pod, and the pod annotated with it."""
+        for pod in self.pods.values():
+            if not needs_podgroup(pod, self.scheduler_names):
+                continue
+            pg = podgroup_for_pod(pod)
+            key = f"{pg['metadata']['namespace']}/{pg['metadata']['name']}"
+            self.podgroups.setdefault(key, pg)
+            pod["metadata"].setdefault("annotations", {})[GROUP_NAME_ANNOTATION] = pg["metadata"]["name"]
+
+    def _check_references(self, sources: dict[str, Manifest]) -> None:
+        for key, pod in self.pods.items():
+            if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+                continue
+            ann = pod["metadata"].get("annotations") or {}
+            group = ann.get(GROUP_NAME_ANNOTATION)
+            src = sources[key].source
+            if f"{pod['metadata']['namespace']}/{group}" not in self.podgroups:
+                raise ManifestError(f"{src} (Pod {key}): metadata.annotations[{GROUP_NAME_ANNOTATION}]: "
+                                    f"PodGroup {pod['metadata']['namespace']}/{group} not found")
+            queue = ann.get(QUEUE_NAME_ANNOTATION)
+            if queue and queue not in self.queues:
+                raise ManifestError(f"{src} (Pod {key}): metadata.annotations[{QUEUE_NAME_ANNOTATION}]: "
+                                    f"Queue {queue} not found")
+        for key, pg in self.podgroups.items():
+            queue = (pg.get("spec") or {}).get("queue") or "default"
+            if queue not in self.queues:
+                m = sources.get("pg:" + key)
+                where = f"{m.source} (PodGroup {key})" if m else f"PodGroup {key}"
+                raise ManifestError(f"{where}: spec.queue: Queue {queue} not found")
+
+    # -- the source side ------------------------------------------------------------------
+
+    def feed(self, cache: Cache) -> None:
+        for obj in self.priority_classes.values():
+            cache.add_priority_class(obj)
+        for obj in self.queues.values():
+            cache.add_queue(obj)
+        for obj in self.nodes.values():
+            cache.add_node(obj)
+        for obj in self.podgroups.values():
+            cache.add_podgroup(obj)
+        for obj in self.pods.values():
+            cache.add_pod(obj)
+
+    # -- the sink side ----------------------------------------------------------------------
+
+    def apply(self, effects: list[Effect], cache: Cache) -> bool:
+        """Carry out a session's effects; True if anything in the cluster changed."""
+        changed = False
+        by_uid = {p["metadata"].get("uid"): key for key, p in self.pods.items()}
+        for e in effects:
+            if isinstance(e, Bind):
+                key = f"{e.namespace}/{e.name}"
+                pod = self.pods.get(key)
+                if pod is None or pod["spec"].get("nodeName"):
+                    continue
+                pod["spec"]["nodeName"] = e.node
+                if e.annotations:
+                    pod["metadata"].setdefault("annotations", {}).update(e.annotations)
+                status = pod.setdefault("status", {})
+                status["phase"] = "Running"
+                status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+                status["conditions"].append({"type": "PodScheduled", "status": "True"})
+                cache.update_pod(pod)
+                changed = True
+            elif isinstance(e, Evict):
+                key = f"{e.namespace}/{e.name}"
+                if self.pods.pop(key, None) is not None:
+                    self.evicted.append(key)
+                    cache.delete_pod(e.uid)
+                    changed = True
+            elif isinstance(e, PodGroupStatus):
+                key = f"{e.namespace}/{e.name}"
+                pg = self.podgroups.get(key)
+                if pg is None:
+                    continue
+                status = {"phase": e.phase, "running": e.running, "succeeded": e.succeeded, "failed": e.failed,
+                          "conditions": [_condition_out(c) for c in e.conditions]}
+                if pg.get("status") != status:
+                    pg["status"] = status
+                    cache.update_podgroup(pg)
+                    changed = True
+            elif isinstance(e, QueueStatus):
+                q = self.queues.get(e.name)
+                if q is not None and (q.get("status") or {}).get("allocated") != e.allocated:
+                    q.setdefault("status", {})["allocated"] = e.allocated
+                    cache.update_queue(q)
+                    changed = True
+            elif isinstance(e, PodCondition):
+                key = f"{e.namespace}/{e.name}"
+                pod = self.pods.get(key)
+                if pod is None or pod["spec"].get("nodeName"):
+                    continue
+                status = pod.setdefault("status", {})
+                cond = {"type": "PodScheduled", "status": "False", "reason": e.reason, "message": e.message}
+                others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+                old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+                nominated_changed = bool(e.nominated_node) and status.get("nominatedNodeName") != e.nominated_node
+                if old != cond or nominated_changed:
+                    status["conditions"] = others + [cond]
+                    if e.nominated_node:
+                        status["nominatedNodeName"] = e.nominated_node
+                    changed = True
+        # the kubelet finishes terminating pods: they are gone before the next cycle
+        for key in [k for k, p in self.pods.items() if p["metadata"].get("deletionTimestamp")]:
+            pod = self.pods.pop(key)
+            cache.delete_pod(pod["metadata"].get("uid"))
+            changed = True
+        return changed
+
+
+def _condition_out(c: dict[str, Any]) -> dict[str, Any]:
+    out = dict(c)
+    if isinstance(out.get("lastTransitionTime"), (int, float)):
+        out["lastTransitionTime"] = rfc3339(out["lastTransitionTime"])
+    return out

@@ -1,0 +1,99 @@
+"""What ``vcsched simulate`` prints: the contract's JSON/YAML document, or tables for a person."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from ..cache import Cache
+from .cluster import SimCluster
+
+
+def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
+    pods = {}
+    for key, pod in cluster.pods.items():
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        node = spec.get("nodeName") or None
+        reason = None
+        if node is None:
+            cond = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+            if cond is not None:
+                reason = cond.get("message") or cond.get("reason")
+            elif spec.get("schedulerName") not in cluster.scheduler_names:
+                reason = f"not scheduled by {'/'.join(cluster.scheduler_names)} (schedulerName {spec.get('schedulerName')})"
+        pods[key] = {
+            "node": node,
+            "phase": status.get("phase") or "Pending",
+            "annotations": dict((pod.get("metadata") or {}).get("annotations") or {}),
+            "reason": reason,
+        }
+    podgroups = {}
+    for key, pg in cluster.podgroups.items():
+        status = pg.get("status") or {}
+        podgroups[key] = {
+            "phase": status.get("phase") or "Pending",
+            "running": status.get("running") or 0,
+            "conditions": status.get("conditions") or [],
+        }
+    queues = {
+        name: {"state": (q.get("status") or {}).get("state") or "Open",
+               "allocated": (q.get("status") or {}).get("allocated") or {"cpu": "0", "memory": "0"}}
+        for name, q in cluster.queues.items()
+    }
+    nodes = {}
+    for name, info in cache.nodes.items():
+        if not info.ready:
+            continue
+        nodes[name] = {
+            "idle": info.idle.to_list(),
+            "used": info.used.to_list(),
+            "allocatable": info.allocatable.to_list(),
+            "devices": [],
+        }
+    return {
+        "cycles": cycles,
+        "pods": pods,
+        "evicted": list(cluster.evicted),
+        "podgroups": podgroups,
+        "queues": queues,
+        "nodes": nodes,
+    }
+
+
+def render(doc: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, sort_keys=True, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(doc, sort_keys=True)
+    return table(doc)
+
+
+def _rows(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header).rstrip()] + [fmt.format(*map(str, r)).rstrip() for r in rows]
+
+
+def table(doc: dict[str, Any]) -> str:
+    out = [f"vcsched simulate: {doc['cycles']} cycle(s)", ""]
+    placed = [[k, p["node"], p["phase"]] for k, p in sorted(doc["pods"].items()) if p["node"]]
+    pending = [[k, p["reason"] or ""] for k, p in sorted(doc["pods"].items()) if not p["node"]]
+    out += [f"Placed pods ({len(placed)}):"] + (_rows(["POD", "NODE", "PHASE"], placed) if placed else ["  none"])
+    out += ["", f"Pending pods ({len(pending)}):"] + (_rows(["POD", "REASON"], pending) if pending else ["  none"])
+    if doc["evicted"]:
+        out += ["", "Evicted: " + ", ".join(doc["evicted"])]
+    pgs = [[k, g["phase"], g["running"]] for k, g in sorted(doc["podgroups"].items())]
+    out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING"], pgs)
+    qs = [[k, q["state"], ", ".join(f"{r}={v}" for r, v in sorted(q["allocated"].items()))]
+          for k, q in sorted(doc["queues"].items())]
+    out += ["", "Queues:"] + _rows(["QUEUE", "STATE", "ALLOCATED"], qs)
+    ns = []
+    for name, n in doc["nodes"].items():
+        alloc, used = n["allocatable"], n["used"]
+        ns.append([name, f"{used.get('cpu', '0')}/{alloc.get('cpu', '0')}",
+                   f"{used.get('memory', '0')}/{alloc.get('memory', '0')}",
+                   f"{used.get('pods', '0')}/{alloc.get('pods', '0')}"])
+    out += ["", "Nodes (used/allocatable):"] + _rows(["NODE", "CPU", "MEMORY", "PODS"], ns)
+    return "\n".join(out) + "\n"

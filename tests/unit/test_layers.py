@@ -1,0 +1,32 @@
+"""kopf's habit: layers import only downward.  The core never reaches the Kubernetes
+client, kopf, or the sources and sinks: it sees plain objects and returns effects."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = [ROOT / "scheduler" / "api", ROOT / "scheduler" / "framework", ROOT / "plugins", ROOT / "actions"]
+FORBIDDEN = ("kubernetes", "kopf", "vcsched.sim", "vcsched.cli", "vcsched.bench", "vcsched.cache", "vcsched.scheduler")
+RELATIVE_FORBIDDEN = ("sim", "cli", "bench", "cache", "scheduler")
+
+
+def imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            prefix = "." * node.level
+            names.append(prefix + (node.module or ""))
+    return names
+
+
+@pytest.mark.parametrize("path", [p for d in CORE for p in sorted(d.rglob("*.py"))], ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_module_does_no_io_imports(path):
+    for name in imports(path):
+        bare = name.lstrip(".")
+        assert not any(bare == f or bare.startswith(f + ".") for f in FORBIDDEN), f"{path.name} imports {name}"
+        if name.startswith(".."):
+            assert bare.split(".")[0] not in RELATIVE_FORBIDDEN, f"{path.name} imports {name}"
