@@ -62,7 +62,7 @@ class JobInfo:
         "uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
         "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
-        "pending_best_effort",
+        "pending_best_effort", "ready",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -85,6 +85,7 @@ class JobInfo:
         self.job_fit_errors = ""
         self.preemptable = False
         self.pending_best_effort = 0
+        self.ready = 0  # tasks in READY_STATUS, kept as tasks move
         if podgroup is not None:
             self.set_podgroup(podgroup)
 
@@ -107,6 +108,8 @@ class JobInfo:
         self.by_status.setdefault(task.status, {})[task.uid] = task
         if task.best_effort and task.status == TaskStatus.Pending:
             self.pending_best_effort += 1
+        if task.status & READY_STATUS:
+            self.ready += 1
         self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUS:
             self.allocated.add(task.resreq)
@@ -118,6 +121,8 @@ class JobInfo:
         self.by_status.get(t.status, {}).pop(t.uid, None)
         if t.best_effort and t.status == TaskStatus.Pending:
             self.pending_best_effort -= 1
+        if t.status & READY_STATUS:
+            self.ready -= 1
         self.total_request.sub(t.resreq)
         if t.status & ALLOCATED_STATUS:
             self.allocated.sub(t.resreq)
@@ -137,6 +142,7 @@ class JobInfo:
                 self.pending_best_effort -= 1
             elif status == TaskStatus.Pending:
                 self.pending_best_effort += 1
+        self.ready += bool(status & READY_STATUS) - bool(old & READY_STATUS)
         was, now = bool(old & ALLOCATED_STATUS), bool(status & ALLOCATED_STATUS)
         if was and not now:
             self.allocated.sub(task.resreq)
@@ -169,9 +175,8 @@ class JobInfo:
         return list(b.values()) if b else []
 
     def ready_task_num(self) -> int:
-        c = self.count
-        return (c(TaskStatus.Bound) + c(TaskStatus.Binding) + c(TaskStatus.Running)
-                + c(TaskStatus.Allocated) + c(TaskStatus.Succeeded))
+        """Bound, Binding, Running, Allocated and Succeeded tasks."""
+        return self.ready
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.Pipelined)

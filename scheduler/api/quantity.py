@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -55,6 +56,12 @@ def parse_quantity(raw: object) -> Fraction:
         return Fraction(str(raw))
     if not isinstance(raw, str):
         raise QuantityError(f"quantities must be a string or a number, got {type(raw).__name__}")
+    return _parse_text(raw)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(raw: str) -> Fraction:
+    """Quantity strings repeat across pods and nodes: parse each once."""
     text = raw.strip()
     match = _QUANTITY.match(text)
     if match is None:

@@ -228,8 +228,10 @@ class ShapeIndex:
     def _pull(self, v: int) -> None:
         l, r = 2 * v, 2 * v + 1
         self.cnt[v] = self.cnt[l] + self.cnt[r]
-        self.best1[v] = self._better(self.best1[l], self.best1[r])
-        self.best2[v] = self._better(self.best2[l], self.best2[r])
+        score = self.score
+        for best in (self.best1, self.best2):
+            a, b = best[l], best[r]
+            best[v] = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
 
     def _refresh(self, task: TaskInfo) -> None:
         changes = self.search.ssn.node_changes
