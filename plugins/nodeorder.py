@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vcsched.api.k8s import (
+    PREFER_NO_SCHEDULE,
     InterPodIndex,
     TermsCache,
     balanced_resource_score,
@@ -36,7 +37,6 @@ from vcsched.api.k8s import (
     spread_scores,
     tolerates,
     weighted_resource_score,
-    PREFER_NO_SCHEDULE,
 )
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.pod_spec import Taint, Toleration

@@ -177,31 +177,25 @@ class PredicatesPlugin(Plugin):
 
         failed = self._stable_with_cache(task, node) if self.cache_enable else self._stable(task, node)
         if failed is not None:
-            if statuses is None:
-                return [failed]
-            statuses.append(failed)
-            return statuses
+            return _append(statuses, failed)
 
         spec = task.spec
         if self.node_ports_enable and spec.host_ports and not fits_ports(spec.host_ports, self._used_ports(node)):
-            if statuses is None:
-                statuses = []
-            statuses.append(Status(StatusCode.Unschedulable, REASON_NODE_PORTS))
+            statuses = _append(statuses, Status(StatusCode.Unschedulable, REASON_NODE_PORTS))
 
         if self._needs_state(task):
             st = self._state(task)
             labels = node.spec.labels
-            for check in (
-                inter_pod_filter(st.inter_pod, labels) if st.inter_pod is not None else None,
-                spread_filter(st.spread, labels) if st.spread is not None else None,
-            ):
-                if check is None:
-                    continue
-                if statuses is None:
-                    statuses = []
-                statuses.append(check)
-                if check.code in UNRESOLVABLE_CODES:
-                    return statuses
+            if st.inter_pod is not None:
+                failed = inter_pod_filter(st.inter_pod, labels)
+                if failed is not None:
+                    statuses = _append(statuses, failed)
+                    if failed.code in UNRESOLVABLE_CODES:
+                        return statuses
+            if st.spread is not None:
+                failed = spread_filter(st.spread, labels)
+                if failed is not None:
+                    statuses = _append(statuses, failed)
         return statuses
 
     def _stable(self, task: TaskInfo, node: NodeInfo) -> Status | None:
@@ -243,3 +237,10 @@ class PredicatesPlugin(Plugin):
         info = node_host_ports(node)
         self._ports[node.name] = (node, node.generation, info)
         return info
+
+
+def _append(statuses: list[Status] | None, status: Status) -> list[Status]:
+    if statuses is None:
+        return [status]
+    statuses.append(status)
+    return statuses

@@ -402,7 +402,7 @@ def test_spread_score_zones() -> None:
     a1, a2, b1 = nodes = zones()
     running("w1", a1, labels={"app": "web"})
     running("w2", a1, labels={"app": "web"})
-    running("gone", b1, labels={"app": "web"}, deleting=False, ns="other")  # other namespace
+    running("elsewhere", b1, labels={"app": "web"}, ns="other")  # another namespace: not counted
     _, ssn = open_plugin(nodes, podtopologyspread_weight=2)
     # 2 zones → weight ln(4) = 1.386; zone a: 2 × 1.386 = 2.77 → 3, zone b: 0
     # normalise: 100 × (3 + 0 − s) / 3 → a: 0, b: 100; × 2
