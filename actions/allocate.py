@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import structlog
 
-from vcsched.api.fit_errors import FitError, FitErrors, Status
+from vcsched.api.fit_errors import FitErrors
 from vcsched.api.job_info import JobInfo
 from vcsched.api.queue_info import QueueInfo
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import PodGroupPhase, StatusCode, TaskStatus
+from vcsched.api.types import PodGroupPhase, TaskStatus
 from vcsched.framework.interface import Action
 from vcsched.framework.node_search import NodeSearch, Placement
 from vcsched.framework.session import Session
@@ -94,10 +94,7 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
             continue
         err = ssn.pre_predicate(task)
         if err:
-            fe = FitErrors()
-            for node in ssn.node_list:
-                fe.set_node_error(FitError(task.namespace, task.name, node.name, [Status(StatusCode.Error, err)]))
-            job.record_fit_errors(task, fe)
+            job.record_fit_errors(task, search.pre_predicate_errors(task, err))
             if job.need_continue_allocating():
                 continue
             break

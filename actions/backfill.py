@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import structlog
 
-from vcsched.api.fit_errors import FitError, FitErrors, Status
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import StatusCode, TaskStatus
+from vcsched.api.types import TaskStatus
 from vcsched.framework.interface import Action
 from vcsched.framework.node_search import Placement
 from vcsched.framework.session import EventError, Session
@@ -27,10 +26,7 @@ class BackfillAction(Action):
             job = ssn.jobs[task.job]
             err = ssn.pre_predicate(task)
             if err:
-                fe = FitErrors()
-                for node in ssn.node_list:
-                    fe.set_node_error(FitError(task.namespace, task.name, node.name, [Status(StatusCode.Error, err)]))
-                job.record_fit_errors(task, fe)
+                job.record_fit_errors(task, search.pre_predicate_errors(task, err))
                 continue
             found = search.find(task, predicate_only=True)
             if not isinstance(found, Placement):

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from .pod_spec import PodSpec, build_pod_spec
-from .quantity import parse_quantity
 from .resource import Resource
 from .types import (
     GROUP_NAME_ANNOTATION,
@@ -186,9 +185,3 @@ def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset())
     )
     return task
 
-
-def quantity_ok(raw: object) -> bool:
-    try:
-        return parse_quantity(raw) >= 0
-    except ValueError:
-        return False

@@ -79,6 +79,13 @@ class NodeSearch:
         statuses = self.ssn.predicate(task, node)
         return statuses if statuses and any(s.code in FAILING_CODES for s in statuses) else None
 
+    def pre_predicate_errors(self, task: TaskInfo, err: str) -> FitErrors:
+        """A PrePredicate failure, recorded against every node."""
+        fe = FitErrors()
+        for node in self.nodes:
+            fe.set_node_error(FitError(task.namespace, task.name, node.name, [Status(StatusCode.Error, err)]))
+        return fe
+
     def fit_errors(self, task: TaskInfo, nodes: list[NodeInfo], predicate_only: bool = False) -> FitErrors:
         fe = FitErrors()
         check = self.predicate_failure if predicate_only else self.check

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from ..api.job_info import JobInfo
-from ..api.node_info import NodeAccountingError, NodeInfo
+from ..api.node_info import NodeInfo
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
-from ..api.task_info import TaskInfo, TransactionContext
-from ..api.types import ALLOCATED_STATUS, PodGroupPhase, TaskStatus, Vote
+from ..api.task_info import TaskInfo
+from ..api.types import PodGroupPhase, TaskStatus, Vote
 from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .interface import Plugin, Point
 
@@ -51,8 +51,6 @@ class SchedulerState:
     """What outlives a session: the rotating start of the feasible-node search."""
 
     next_start_node: int = 0
-    # node name → the nodes' static attributes (labels, taints…) don't change in a session
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:

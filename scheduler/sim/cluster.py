@@ -118,7 +118,6 @@ class SimCluster:
     def apply(self, effects: list[Effect], cache: Cache) -> bool:
         """Carry out a session's effects; True if anything in the cluster changed."""
         changed = False
-        by_uid = {p["metadata"].get("uid"): key for key, p in self.pods.items()}
         for e in effects:
             if isinstance(e, Bind):
                 key = f"{e.namespace}/{e.name}"
