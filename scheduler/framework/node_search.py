@@ -96,12 +96,13 @@ class NodeSearch:
         return fe
 
     def shareable(self, task: TaskInfo) -> bool:
-        return task.spec.shareable and not self.best_node and not any(b.applies(task) for b in self.batch)
+        """May this task's verdicts be shared with its shape?
 
-    def shape_key(self, task: TaskInfo) -> tuple:
-        if self.ssn.has_inter_pod_terms:
-            return (task.shape, task.namespace, tuple(sorted(task.spec.labels.items())))
-        return task.shape
+        Not when any pod in the session has inter-pod (anti-)affinity terms: placing
+        such a pod changes other nodes of its topology domain, not only its own.
+        """
+        return (task.spec.shareable and not self.ssn.has_inter_pod_terms and not self.best_node
+                and not any(b.applies(task) for b in self.batch))
 
     # -- the search ---------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ class NodeSearch:
             if self.check(task, nominated) is None:
                 return Placement(nominated, task.resreq.less_equal(nominated.idle))
         if self.shareable(task):
-            key = (self.shape_key(task), predicate_only)
+            key = (task.shape, predicate_only)
             index = self.indexes.get(key)
             if index is None:
                 index = self.indexes[key] = ShapeIndex(self, task, predicate_only)

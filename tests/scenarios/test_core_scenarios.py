@@ -174,3 +174,25 @@ def test_node_selector_reason(simulate):
     code, out = simulate(manifests)
     assert out["pods"]["default/p"]["reason"] == \
         "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector."
+
+
+def test_zone_anti_affinity_of_a_placed_pod_keeps_its_zone_from_matching_pods(simulate):
+    def zoned(name, zone, cpu):
+        return node(name, cpu=cpu).replace(f"labels: {{kubernetes.io/hostname: {name}}}",
+                                           f"labels: {{kubernetes.io/hostname: {name}, zone: {zone}}}")
+
+    anti = """  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: web}}
+        topologyKey: zone"""
+    web = "  labels: {app: web}"
+    # guard's zone is closed to every web pod, on all its nodes, whichever order they are placed in
+    manifests = (zoned("a1", "a", "1") + zoned("b1", "b", "4") + zoned("b2", "b", "4")
+                 + pod("web-0", meta_extra=web) + pod("guard", spec_extra=anti) + pod("web-1", meta_extra=web)
+                 + pod("web-2", meta_extra=web))
+    code, out = simulate(manifests)
+    where = placed(out)
+    zone = {"a1": "a", "b1": "b", "b2": "b"}
+    guard_zone = zone[where["default/guard"]]
+    assert all(zone[n] != guard_zone for k, n in where.items() if k.startswith("default/web-"))
