@@ -22,10 +22,11 @@ from vcsched.api.node_info import NodeInfo, NodeSpec
 from vcsched.api.pod_spec import Taint
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo, new_task_info
-from vcsched.api.types import TaskStatus
 from vcsched.framework.arguments import ArgumentError, Arguments
 from vcsched.framework.interface import BatchScorer, Point
 from vcsched.plugins.nodeorder import NodeOrderPlugin
+
+from .fakes import FakeSession
 
 MB = 1024 * 1024
 GI = 1024 * MB
@@ -34,29 +35,6 @@ ONLY = {  # every weight 0: tests switch on the scorer they look at
     "nodeaffinity.weight": 0, "podaffinity.weight": 0, "tainttoleration.weight": 0,
     "imagelocality.weight": 0, "podtopologyspread.weight": 0,
 }
-
-
-class FakeSession:
-    def __init__(self, nodes: Iterable[NodeInfo], pending: Iterable[TaskInfo] = ()) -> None:
-        self.node_list = list(nodes)
-        for i, n in enumerate(self.node_list):
-            n.index = i
-        self.nodes = {n.name: n for n in self.node_list}
-        self.node_changes: list[int] = []
-        self.jobs: dict[str, Any] = {}
-        self.has_inter_pod_terms = any(
-            t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
-        ) or any(t.spec.has_inter_pod_terms for t in pending)
-        self.registered: dict[Point, dict[str, Any]] = {}
-
-    def add(self, point: Point, plugin: str, fn: Any) -> None:
-        self.registered.setdefault(point, {})[plugin] = fn
-
-    def place(self, task: TaskInfo, node: NodeInfo) -> None:
-        task.node_name = node.name
-        task.status = TaskStatus.Allocated
-        node.add_task(task)
-        self.node_changes.append(node.index)
 
 
 def pod(name: str, *, ns: str = "default", labels: dict[str, str] | None = None, node: str = "",

@@ -6,7 +6,7 @@ The session here is a small fake: the plugins only need its snapshot attributes,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -25,45 +25,12 @@ from vcsched.plugins.drf import DrfPlugin
 from vcsched.plugins.overcommit import OvercommitPlugin
 from vcsched.plugins.proportion import ProportionPlugin, diff, exceeded_part
 
+from .fakes import FakeSession
+
 GI = 1024**3
 
 
 # -- fixtures ----------------------------------------------------------------------------
-
-
-class FakeSession:
-    def __init__(self, jobs: Iterable[JobInfo] = (), queues: Iterable[QueueInfo] = (),
-                 nodes: Iterable[NodeInfo] = ()) -> None:
-        self.jobs = {j.uid: j for j in jobs}
-        self.queues = {q.name: q for q in queues}
-        self.node_list = list(nodes)
-        self.nodes = {n.name: n for n in self.node_list}
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
-        self.effects: list[Any] = []
-        self.registered: dict[Point, dict[str, Callable]] = {}
-        self.handlers: list[Any] = []
-
-    def add(self, point: Point, plugin: str, fn: Callable) -> None:
-        self.registered.setdefault(point, {})[plugin] = fn
-
-    def add_event_handler(self, handler: Any) -> None:
-        self.handlers.append(handler)
-
-    def fn(self, point: Point, plugin: str) -> Callable:
-        return self.registered[point][plugin]
-
-    def allocate(self, task: TaskInfo) -> None:
-        """What a session does on allocation, as far as these plugins see it."""
-        self.jobs[task.job].update_task_status(task, TaskStatus.Allocated)
-        for h in self.handlers:
-            h.allocate(task)
-
-    def deallocate(self, task: TaskInfo) -> None:
-        self.jobs[task.job].update_task_status(task, TaskStatus.Pending)
-        for h in self.handlers:
-            h.deallocate(task)
 
 
 def res(**rl: str) -> Resource:

@@ -6,7 +6,7 @@ and ``add``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -22,28 +22,7 @@ from vcsched.plugins.binpack import BinpackPlugin
 from vcsched.plugins.conformance import ConformancePlugin
 from vcsched.plugins.priority import PriorityPlugin
 
-
-class FakeSession:
-    def __init__(self, jobs: Iterable[JobInfo] = (), nodes: Iterable[NodeInfo] = ()) -> None:
-        self.jobs = {j.uid: j for j in jobs}
-        self.queues: dict[str, Any] = {}
-        self.node_list = list(nodes)
-        self.nodes = {n.name: n for n in self.node_list}
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
-        self.effects: list[Any] = []
-        self.registered: dict[Point, dict[str, Callable]] = {}
-        self.handlers: list[Any] = []
-
-    def add(self, point: Point, plugin: str, fn: Callable) -> None:
-        self.registered.setdefault(point, {})[plugin] = fn
-
-    def add_event_handler(self, handler: Any) -> None:
-        self.handlers.append(handler)
-
-    def fn(self, point: Point, plugin: str) -> Callable:
-        return self.registered[point][plugin]
+from .fakes import FakeSession
 
 
 def task(name: str, group: str, cpu: str = "1", memory: str = "1Gi", *, ns: str = "default",

@@ -6,7 +6,7 @@ whether any pod has inter-pod terms, and registers through ``add``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -29,6 +29,8 @@ from vcsched.framework.arguments import ArgumentError, Arguments
 from vcsched.framework.interface import Point
 from vcsched.plugins.predicates import PredicatesPlugin
 
+from .fakes import FakeSession
+
 U = StatusCode.Unschedulable
 UU = StatusCode.UnschedulableAndUnresolvable
 
@@ -41,29 +43,6 @@ PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 
 # -- fixtures -----------------------------------------------------------------------------------
-
-
-class FakeSession:
-    def __init__(self, nodes: Iterable[NodeInfo], pending: Iterable[TaskInfo] = ()) -> None:
-        self.node_list = list(nodes)
-        for i, n in enumerate(self.node_list):
-            n.index = i
-        self.nodes = {n.name: n for n in self.node_list}
-        self.node_changes: list[int] = []
-        self.jobs: dict[str, Any] = {}
-        self.has_inter_pod_terms = any(
-            t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
-        ) or any(t.spec.has_inter_pod_terms for t in pending)
-        self.registered: dict[Point, dict[str, Callable]] = {}
-
-    def add(self, point: Point, plugin: str, fn: Callable) -> None:
-        self.registered.setdefault(point, {})[plugin] = fn
-
-    def place(self, task: TaskInfo, node: NodeInfo) -> None:
-        task.node_name = node.name
-        task.status = TaskStatus.Allocated
-        node.add_task(task)
-        self.node_changes.append(node.index)
 
 
 def pod(name: str, *, ns: str = "default", labels: dict[str, str] | None = None, node: str = "",
