@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import structlog
 
+from vcsched.api.fit_errors import FitError, FitErrors, Status
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import TaskStatus
+from vcsched.api.types import StatusCode, TaskStatus
 from vcsched.framework.interface import Action
 from vcsched.framework.node_search import Placement
 from vcsched.framework.session import EventError, Session
@@ -35,7 +36,11 @@ class BackfillAction(Action):
             try:
                 ssn.allocate(task, found.node)
             except EventError as e:
-                log.error("backfill failed to allocate task", task=task.key, error=str(e))
+                log.error("backfill failed to allocate task", task=task.key, node=found.node.name, error=str(e))
+                errors = FitErrors()
+                errors.set_node_error(FitError(task.namespace, task.name, found.node.name,
+                                               [Status(StatusCode.Error, str(e))]))
+                job.record_fit_errors(task, errors)
 
     @staticmethod
     def candidates(ssn: Session) -> list[TaskInfo]:
@@ -44,12 +49,12 @@ class BackfillAction(Action):
         for job in ssn.jobs.values():
             if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
-            tasks = []
+            # pending ones first: an unpipelined task turns Pending and must not be taken twice
+            tasks = [t for t in job.tasks_in(TaskStatus.Pending) if t.best_effort and not t.scheduling_gated]
             for t in job.tasks_in(TaskStatus.Pipelined):
                 if t.best_effort:
                     Statement(ssn).unpipeline(t)
                     tasks.append(t)
-            tasks.extend(t for t in job.tasks_in(TaskStatus.Pending) if t.best_effort and not t.scheduling_gated)
             if tasks:
                 by_queue.setdefault(job.queue, []).append((job, tasks))
         ordered: list[TaskInfo] = []

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from ..api.job_info import JobInfo
-from ..api.node_info import NodeInfo
+from ..api.node_info import NodeAccountingError, NodeInfo
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
 from ..api.task_info import TaskInfo
@@ -312,7 +312,13 @@ class Session:
         job = self.jobs[task.job]
         self.update_task_status(task, TaskStatus.Allocated)
         task.node_name = node.name
-        node.add_task(task)
+        try:
+            node.add_task(task)
+        except NodeAccountingError as e:
+            # Volcano returns the error and leaves the task Allocated; we put it back to Pending
+            self.update_task_status(task, TaskStatus.Pending)
+            task.node_name = ""
+            raise EventError(str(e)) from e
         self.node_changes.append(node.index)
         try:
             self.fire_allocate(task)
