@@ -112,6 +112,7 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
         except StatementError as e:
             log.error("allocate resources for task failed", task=task.key, error=str(e))
             continue
+        ssn.stats.job_placements[job.uid] += 1
         if ssn.job_ready(job):
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):

@@ -41,6 +41,8 @@ class BackfillAction(Action):
                 errors.set_node_error(FitError(task.namespace, task.name, found.node.name,
                                                [Status(StatusCode.Error, str(e))]))
                 job.record_fit_errors(task, errors)
+                continue
+            ssn.stats.job_placements[job.uid] += 1
 
     @staticmethod
     def candidates(ssn: Session) -> list[TaskInfo]:

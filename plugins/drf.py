@@ -121,4 +121,5 @@ class DrfPlugin(Plugin):
         self.update_share(attr)
 
     def on_session_close(self, ssn: "Session") -> None:
+        ssn.stats.job_shares.update((uid, attr.share) for uid, attr in self.job_attrs.items())
         self.job_attrs = {}

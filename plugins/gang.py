@@ -70,10 +70,13 @@ class GangPlugin(Plugin):
         return Vote.Permit if job.check_task_pipelined() and job.is_pipelined() else Vote.Reject
 
     def on_session_close(self, ssn: Session) -> None:
-        """Write the Unschedulable or Scheduled condition of every job with tasks."""
+        """Write the Unschedulable or Scheduled condition of every job with tasks, and count the unready."""
+        stats = ssn.stats
+        unschedulable_jobs = 0
         for job in ssn.jobs.values():
             if not job.tasks or job.podgroup is None:
                 continue
+            unready = 0
             if not job.is_ready():
                 if _releasing_shortcut(job):
                     continue
@@ -82,6 +85,8 @@ class GangPlugin(Plugin):
                     if t.last_transaction is not None and t.last_transaction.status & ALLOCATED_STATUS
                 )
                 unready = job.min_available - (schedulable + job.ready_task_num())
+                unschedulable_jobs += 1
+                stats.job_retries.append(job.uid)
                 condition = {
                     "type": "Unschedulable",
                     "status": "True",
@@ -100,6 +105,8 @@ class GangPlugin(Plugin):
                     "message": "",
                 }
             _set_condition(job, condition)
+            stats.unschedulable_tasks[job.uid] = unready
+        stats.unschedulable_jobs = unschedulable_jobs
 
 
 def _releasing_shortcut(job: JobInfo) -> bool:

@@ -22,6 +22,7 @@ from vcsched.framework.arguments import Arguments
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
+from vcsched.framework.stats import QueueStats
 
 if TYPE_CHECKING:
     from vcsched.framework.session import Session
@@ -178,7 +179,7 @@ class ProportionPlugin(Plugin):
             attr = opts.get(queue.name)
             if attr is None:
                 return False
-            return attr.deserved.less_equal(attr.allocated, Default.ZERO)
+            return _overused(attr)
 
         def queue_allocatable(queue: QueueInfo, total_req: Resource) -> bool:
             if queue.state != QueueState.OPEN:
@@ -255,7 +256,16 @@ class ProportionPlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     def on_session_close(self, ssn: "Session") -> None:
+        for name, attr in self.queue_opts.items():
+            ssn.stats.queues[name] = QueueStats(
+                attr.weight, attr.allocated, attr.request, attr.inqueue, attr.deserved, attr.share,
+                _overused(attr),
+            )
         self.queue_opts = {}
+
+
+def _overused(attr: QueueAttr) -> bool:
+    return attr.deserved.less_equal(attr.allocated, Default.ZERO)
 
 
 def _update_share(attr: QueueAttr) -> None:

@@ -1,8 +1,24 @@
-"""Volcano's scheduler metrics (pkg/scheduler/metrics), each registry owned by its scheduler."""
+"""Volcano's scheduler metrics (pkg/scheduler/metrics), each registry owned by its scheduler.
+
+Names, labels and buckets are Volcano's (spec/framework.md §11).  Sessions record
+plain numbers in ``Session.stats``; ``publish`` turns one closed session into
+series updates.  A job's series go when the job leaves the session's view, a
+queue's when the queue does; a scalar resource a queue no longer reports is set
+to 0, not deleted, as Volcano does.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from .api.resource import Resource
+    from .framework.session import Session
+
+NAMESPACE = "volcano"
+EVICTION_ACTIONS = frozenset({"preempt", "reclaim", "gangpreempt", "gangreclaim"})
 
 
 def _buckets(lo: float, hi: float, count: int) -> list[float]:
@@ -11,21 +27,94 @@ def _buckets(lo: float, hi: float, count: int) -> list[float]:
     return [lo * factor**i for i in range(count)]
 
 
+class _QueueResource:
+    """The three gauges Volcano keeps for one queue quantity: milli CPU, memory bytes, scalars."""
+
+    def __init__(self, what: str, help_: str, registry: CollectorRegistry) -> None:
+        self.cpu = Gauge(f"queue_{what}_milli_cpu", f"{help_} milli cpu", ["queue_name"],
+                         namespace=NAMESPACE, registry=registry)
+        self.memory = Gauge(f"queue_{what}_memory_bytes", f"{help_} memory bytes", ["queue_name"],
+                            namespace=NAMESPACE, registry=registry)
+        self.scalars = Gauge(f"queue_{what}_scalar_resources", f"{help_} scalar resources",
+                             ["queue_name", "resource"], namespace=NAMESPACE, registry=registry)
+        self._seen: dict[str, set[str]] = {}
+
+    def set(self, queue: str, r: Resource | None) -> None:
+        self.cpu.labels(queue).set(r.milli_cpu if r is not None else 0)
+        self.memory.labels(queue).set(r.memory if r is not None else 0)
+        scalars = r.scalars if r is not None else {}
+        seen = self._seen.setdefault(queue, set())
+        for name in seen - scalars.keys():
+            self.scalars.labels(queue, name).set(0)
+        for name, value in scalars.items():
+            self.scalars.labels(queue, name).set(value)
+            seen.add(name)
+
+    def remove(self, queue: str) -> None:
+        _remove(self.cpu, queue)
+        _remove(self.memory, queue)
+        for name in self._seen.pop(queue, ()):
+            _remove(self.scalars, queue, name)
+
+
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        r = self.registry = registry or CollectorRegistry()
+        ns = NAMESPACE
         self.e2e = Histogram(
             "e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
-            namespace="volcano", buckets=_buckets(1, 5000, 20), registry=self.registry,
+            namespace=ns, buckets=_buckets(1, 5000, 20), registry=r,
         )
         self.open = Histogram(
             "open_session_duration_milliseconds", "Duration of opening a session in milliseconds",
-            namespace="volcano", buckets=_buckets(1, 5000, 20), registry=self.registry,
+            namespace=ns, buckets=_buckets(1, 5000, 20), registry=r,
         )
         self.actions = Histogram(
             "action_scheduling_latency_milliseconds", "Action scheduling latencies in milliseconds",
-            ["action"], namespace="volcano", buckets=_buckets(1, 2000, 20), registry=self.registry,
+            ["action"], namespace=ns, buckets=_buckets(1, 2000, 20), registry=r,
         )
+        self.plugins = Histogram(
+            "plugin_scheduling_latency_milliseconds", "Plugin scheduling latency in milliseconds",
+            ["plugin", "OnSession"], namespace=ns, buckets=_buckets(0.1, 100, 15), registry=r,
+        )
+        self.job_latency = Histogram(
+            "e2e_job_scheduling_latency_milliseconds", "E2e job scheduling latency in milliseconds",
+            namespace=ns, buckets=_buckets(100, 120000, 30), registry=r,
+        )
+        job_labels = ["job_name", "queue", "job_namespace"]
+        self.job_duration = Gauge("e2e_job_scheduling_duration", "E2E job scheduling duration",
+                                  job_labels, namespace=ns, registry=r)
+        self.job_start = Gauge("e2e_job_scheduling_start_time", "E2E job scheduling start time",
+                               job_labels, namespace=ns, registry=r)
+        self.job_last = Gauge("e2e_job_scheduling_last_time", "E2E job scheduling last time",
+                              job_labels, namespace=ns, registry=r)
+        self.job_share = Gauge("job_share", "Share for one job", ["job_ns", "job_id"], namespace=ns, registry=r)
+        self.job_retries = Counter("job_retry_counts", "Number of retry counts for one job", ["job_id"],
+                                   namespace=ns, registry=r)
+        self.unschedulable_tasks = Gauge("unschedule_task_count", "Number of tasks could not be scheduled",
+                                         ["job_id"], namespace=ns, registry=r)
+        self.unschedulable_jobs = Gauge("unschedule_job_count", "Number of jobs could not be scheduled",
+                                        namespace=ns, registry=r)
+        self.preemption_victims = Gauge("pod_preemption_victims", "Number of selected preemption victims",
+                                        namespace=ns, registry=r)
+        self.preemption_attempts = Counter("total_preemption_attempts",
+                                           "Total preemption attempts in the cluster till now",
+                                           namespace=ns, registry=r)
+        self.eviction_transactions = Counter(
+            "eviction_transactions_total", "Committed scheduler transactions that contain at least one eviction",
+            ["action"], namespace=ns, registry=r)
+        self.queue_allocated = _QueueResource("allocated", "Allocated resources of queue:", r)
+        self.queue_request = _QueueResource("request", "Request resources of queue:", r)
+        self.queue_deserved = _QueueResource("deserved", "Deserved resources of queue:", r)
+        self.queue_inqueue = _QueueResource("inqueue", "Inqueue resources of queue:", r)
+        self.queue_share = Gauge("queue_share", "Share for one queue", ["queue_name"], namespace=ns, registry=r)
+        self.queue_weight = Gauge("queue_weight", "Weight for one queue", ["queue_name"], namespace=ns, registry=r)
+        self.queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"],
+                                    namespace=ns, registry=r)
+        self._jobs: dict[str, tuple[str, str, str]] = {}  # job uid → (name, queue, namespace) published
+        self._queues: set[str] = set()
+
+    # -- the loop's own timings -------------------------------------------------------------
 
     def cycle(self, seconds: float) -> None:
         self.e2e.observe(seconds * 1000)
@@ -35,3 +124,87 @@ class Metrics:
 
     def action(self, name: str, seconds: float) -> None:
         self.actions.labels(action=name).observe(seconds * 1000)
+
+    # -- what a session observed ----------------------------------------------------------------
+
+    def publish(self, ssn: Session) -> None:
+        stats = ssn.stats
+        for plugin, point, seconds in stats.plugin_latency:
+            self.plugins.labels(plugin, point).observe(seconds * 1000)
+        self._publish_jobs(ssn)
+        if stats.unschedulable_jobs is not None:
+            self.unschedulable_jobs.set(stats.unschedulable_jobs)
+        for action, n in stats.eviction_transactions.items():
+            if action in EVICTION_ACTIONS:
+                self.eviction_transactions.labels(action).inc(n)
+        if stats.preemption_attempts:
+            self.preemption_attempts.inc(stats.preemption_attempts)
+        if stats.preemption_victims is not None:
+            self.preemption_victims.set(stats.preemption_victims)
+        self._publish_queues(ssn)
+
+    def _publish_jobs(self, ssn: Session) -> None:
+        stats = ssn.stats
+        for uid, job in ssn.jobs.items():
+            labels = (job.name, job.queue, job.namespace)
+            if self._jobs.get(uid) != labels:
+                self._forget_job(uid)
+                self._jobs[uid] = labels
+                self.job_start.labels(*labels).set(job.creation_timestamp)
+            placed = stats.job_placements.get(uid, 0)
+            if placed:
+                duration_ms = max(0.0, ssn.now - job.creation_timestamp) * 1000
+                self.job_duration.labels(*labels).set(duration_ms)
+                self.job_last.labels(*labels).set(ssn.now)
+                for _ in range(placed):
+                    self.job_latency.observe(duration_ms)
+            if uid in stats.job_shares:
+                self.job_share.labels(job.namespace, job.name).set(stats.job_shares[uid])
+            if uid in stats.unschedulable_tasks:
+                self.unschedulable_tasks.labels(job.name).set(stats.unschedulable_tasks[uid])
+        for uid in stats.job_retries:
+            job = ssn.jobs.get(uid)
+            if job is not None:
+                self.job_retries.labels(job.name).inc()
+        for uid in [u for u in self._jobs if u not in ssn.jobs]:
+            self._forget_job(uid)
+
+    def _forget_job(self, uid: str) -> None:
+        labels = self._jobs.pop(uid, None)
+        if labels is None:
+            return
+        name, _, namespace = labels
+        for gauge in (self.job_duration, self.job_start, self.job_last):
+            _remove(gauge, *labels)
+        _remove(self.job_share, namespace, name)
+        _remove(self.job_retries, name)
+        _remove(self.unschedulable_tasks, name)
+
+    def _publish_queues(self, ssn: Session) -> None:
+        stats = ssn.stats
+        if stats.queues or "proportion" in ssn.plugins:
+            for name in ssn.queues:
+                q = stats.queues.get(name)
+                # proportion reports queues without jobs as empty
+                self.queue_allocated.set(name, q.allocated if q else None)
+                self.queue_request.set(name, q.request if q else None)
+                self.queue_inqueue.set(name, q.inqueue if q else None)
+                if q is not None:
+                    self.queue_deserved.set(name, q.deserved)
+                    self.queue_weight.labels(name).set(q.weight)
+                    self.queue_share.labels(name).set(q.share)
+                    self.queue_overused.labels(name).set(1 if q.overused else 0)
+                self._queues.add(name)
+        for name in [n for n in self._queues if n not in ssn.queues]:
+            self._queues.discard(name)
+            for series in (self.queue_allocated, self.queue_request, self.queue_deserved, self.queue_inqueue):
+                series.remove(name)
+            for gauge in (self.queue_share, self.queue_weight, self.queue_overused):
+                _remove(gauge, name)
+
+
+def _remove(metric: Gauge | Counter, *labels: str) -> None:
+    try:
+        metric.remove(*labels)
+    except KeyError:
+        pass

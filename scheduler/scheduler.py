@@ -35,5 +35,6 @@ class Scheduler:
             self.metrics.action(name, time.perf_counter() - t0)
         effects = ssn.close()
         self.metrics.cycle(time.perf_counter() - started)
+        self.metrics.publish(ssn)
         self.last_session = ssn
         return effects

@@ -23,6 +23,7 @@ from ..api.task_info import TaskInfo
 from ..api.types import PodGroupPhase, TaskStatus, Vote
 from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .interface import Plugin, Point
+from .stats import SessionStats
 
 log = structlog.get_logger("vcsched.session")
 
@@ -107,6 +108,7 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         # per-session scratch space for actions and plugins, by owner name
         self.scratch: dict[str, Any] = {}
+        self.stats = SessionStats()
         self.plugin_classes = plugin_classes
 
     # -- open and close ------------------------------------------------------------
@@ -120,7 +122,9 @@ class Session:
                     continue
                 plugin = cls(option.arguments)
                 self.plugins[option.name] = plugin
+                started = time.perf_counter()
                 plugin.on_session_open(self)
+                self.stats.plugin_latency.append((option.name, "OnSessionOpen", time.perf_counter() - started))
         for point in Point:
             tiers: list[list[Callable]] = []
             for tier in self.tiers:
@@ -351,8 +355,10 @@ class Session:
     # -- close ----------------------------------------------------------------------------
 
     def close(self) -> list[Effect]:
-        for plugin in self.plugins.values():
+        for name, plugin in self.plugins.items():
+            started = time.perf_counter()
             plugin.on_session_close(self)
+            self.stats.plugin_latency.append((name, "OnSessionClose", time.perf_counter() - started))
         for job in self.jobs.values():
             self._update_job(job)
         self._update_queues()

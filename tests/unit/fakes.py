@@ -16,6 +16,7 @@ from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import TaskStatus
 from vcsched.framework.interface import Point
+from vcsched.framework.stats import SessionStats
 
 
 class FakeSession:
@@ -37,6 +38,7 @@ class FakeSession:
         self.effects: list[Any] = []
         self.registered: dict[Point, dict[str, Callable]] = {}
         self.handlers: list[Any] = []
+        self.stats = SessionStats()
 
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         self.registered.setdefault(point, {})[plugin] = fn
