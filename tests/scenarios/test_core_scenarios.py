@@ -196,3 +196,34 @@ def test_zone_anti_affinity_of_a_placed_pod_keeps_its_zone_from_matching_pods(si
     zone = {"a1": "a", "b1": "b", "b2": "b"}
     guard_zone = zone[where["default/guard"]]
     assert all(zone[n] != guard_zone for k, n in where.items() if k.startswith("default/web-"))
+
+
+SPREAD_ONLY_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: nodeorder
+"""
+
+
+def test_a_pod_placed_with_anti_affinity_closes_its_zone_to_identical_pods_placed_later(simulate):
+    # web-0 takes a1 (least requested); guard is pinned to b2 and, by its anti-affinity, closes
+    # zone b to web pods; web-1 would now score b1 above the loaded a1, but b1 is in guard's zone.
+    # Work shared between web-0 and web-1 would still call b1 feasible: it must not be reused.
+    def zoned(name, zone, cpu):
+        return node(name, cpu=cpu).replace(f"labels: {{kubernetes.io/hostname: {name}}}",
+                                           f"labels: {{kubernetes.io/hostname: {name}, zone: {zone}}}")
+
+    guard = """  nodeSelector: {kubernetes.io/hostname: b2}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: web}}
+        topologyKey: zone"""
+    web = "  labels: {app: web}"
+    manifests = (zoned("a1", "a", "4") + zoned("b1", "b", "3") + zoned("b2", "b", "2")
+                 + pod("web-0", meta_extra=web) + pod("guard", spec_extra=guard) + pod("web-1", meta_extra=web))
+    code, out = simulate(manifests, "--cycles", "1", conf=SPREAD_ONLY_CONF)
+    assert placed(out) == {"default/web-0": "a1", "default/guard": "b2", "default/web-1": "a1"}
