@@ -96,11 +96,15 @@ LOW_PRIORITY, HIGH_PRIORITY = 10, 1000
 def build_preempt_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """Nodes filled with low-priority pods of the preemptors' size, then ``--preempt`` high-priority pods.
 
+    Each node holds one low job (minMember 1) in the ``default`` queue; every high pod is
+    its own job, so each must evict one low pod and is bound in the next cycle.
+
     Returns (nodes, podgroups, pending high-priority pods, running low-priority pods).
     """
     args.pods = args.preempt
-    args.cpu = args.cpu.split(",")[0]
-    args.memory = args.memory.split(",")[0]
+    # one size for every pod, the largest asked for, so that CPU or memory (not the pod count) fills nodes
+    args.cpu = max((c.strip() for c in args.cpu.split(",") if c.strip()), key=parse_quantity)
+    args.memory = max((m.strip() for m in args.memory.split(",") if m.strip()), key=parse_quantity)
     nodes, podgroups, pods = build_cluster(args)
     for pg in podgroups:
         pg["spec"]["priorityClassName"] = "high"
@@ -229,8 +233,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-cycles", type=int, default=20)
     p.add_argument("--preempt", type=int, default=0, metavar="N",
-                   help="preemption shape: fill every node with low-priority pods (of the first --cpu/--memory "
-                        "size), then N high-priority pods arrive and must preempt (--pods is ignored)")
+                   help="preemption shape: fill every node with low-priority pods (of the largest --cpu and --memory), "
+                        "then N high-priority pods of that size arrive and must preempt (--pods is ignored)")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)
