@@ -256,3 +256,39 @@ def test_shared_candidates_equal_node_by_node_candidates(monkeypatch, seed) -> N
     shared = preempt_run(monkeypatch, True, seed)
     assert shared == direct
     assert len(direct[0]) > 50 and len(direct[1]) > 50
+
+
+# -- eligibility (taskEligibleToPreempt) -----------------------------------------------------------
+
+
+def with_nominated(p: dict, node_name: str) -> dict:
+    p["status"]["nominatedNodeName"] = node_name
+    return p
+
+
+@pytest.mark.parametrize("nominated, evictions", [
+    ("gone", 0),  # the nominated node is not in the session
+    ("n2", 0),    # the plugin predicates pass on the nominated node: "already schedulable"
+    ("", 1),
+])
+def test_nominated_node_decides_eligibility(nominated, evictions) -> None:
+    pods = [pod("l-0", "l", cpu="4", node_name="n1"), pod("f-0", "f", cpu="4", node_name="n2"),
+            with_nominated(pod("p-0", "p", cpu="2"), nominated)]
+    pgs = [podgroup("l", priority_class="low"), podgroup("f", priority_class="high"),
+           podgroup("p", priority_class="high")]
+    _, effects = run("preempt", [node("n1"), node("n2")], pgs, pods)
+    assert len(evicted(effects)) == evictions
+
+
+# -- bench --preempt ---------------------------------------------------------------------------------
+
+
+def test_bench_preempt_shape_evicts_one_low_pod_per_preemptor() -> None:
+    import argparse
+
+    from vcsched import bench
+
+    parser = argparse.ArgumentParser()
+    bench.add_parser(parser.add_subparsers())
+    res = bench.run(parser.parse_args(["bench", "--nodes", "30", "--preempt", "40"]))
+    assert (res.pods, res.pods_placed, res.evictions, res.cycles) == (40, 40, 40, 2)
