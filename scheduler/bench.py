@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cache import Cache
+from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
-from .framework.effects import Bind, PodGroupStatus
+from .framework.effects import Bind, Evict, PodGroupStatus
 from .scheduler import Scheduler
 from .sim.cluster import SIM_EPOCH, rfc3339
 
@@ -35,6 +36,8 @@ class BenchResult:
     session_p50_ms: float
     session_p99_ms: float
     peak_rss_mib: float
+    evictions: int = 0
+    evictions_per_second: float = 0.0
 
 
 def _percentile(values: list[float], p: float) -> float:
@@ -85,16 +88,77 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
     return nodes, podgroups, pods
 
 
+# --preempt: the cluster is full of low-priority pods, one low job per node
+PREEMPT_CONF_ACTIONS = 'actions: "enqueue, allocate, preempt, backfill"'
+LOW_PRIORITY, HIGH_PRIORITY = 10, 1000
+
+
+def build_preempt_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """Nodes filled with low-priority pods of the preemptors' size, then ``--preempt`` high-priority pods.
+
+    Each node holds one low job (minMember 1) in the ``default`` queue; every high pod is
+    its own job, so each must evict one low pod and is bound in the next cycle.
+
+    Returns (nodes, podgroups, pending high-priority pods, running low-priority pods).
+    """
+    args.pods = args.preempt
+    # one size for every pod, the largest asked for, so that CPU or memory (not the pod count) fills nodes
+    args.cpu = max((c.strip() for c in args.cpu.split(",") if c.strip()), key=parse_quantity)
+    args.memory = max((m.strip() for m in args.memory.split(",") if m.strip()), key=parse_quantity)
+    nodes, podgroups, pods = build_cluster(args)
+    for pg in podgroups:
+        pg["spec"]["priorityClassName"] = "high"
+    for p in pods:
+        p["spec"]["priorityClassName"] = "high"
+        p["spec"]["priority"] = HIGH_PRIORITY
+    per_node = int(min(parse_quantity(args.node_cpu) / parse_quantity(args.cpu),
+                       parse_quantity(args.node_memory) / parse_quantity(args.memory), args.node_pods))
+    low_pods = []
+    for i, n in enumerate(nodes):
+        name = f"low-{i:05d}"
+        podgroups.append({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"pg-low-{i}", "creationTimestamp": rfc3339(SIM_EPOCH)},
+            "spec": {"minMember": 1, "queue": "default", "priorityClassName": "low"},
+            "status": {"phase": "Running"},
+        })
+        for t in range(per_node):
+            low_pods.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-task-{t}", "namespace": "bench", "uid": f"pod-low-{i}-{t}",
+                    "creationTimestamp": rfc3339(SIM_EPOCH),
+                    "annotations": {"scheduling.k8s.io/group-name": name},
+                },
+                "spec": {
+                    "schedulerName": "volcano", "nodeName": n["metadata"]["name"],
+                    "priorityClassName": "low", "priority": LOW_PRIORITY,
+                    "containers": [{"name": "main", "image": "busybox",
+                                    "resources": {"requests": {"cpu": args.cpu, "memory": args.memory}}}],
+                },
+                "status": {"phase": "Running"},
+            })
+    return nodes, podgroups, pods, low_pods
+
+
 def run(args: argparse.Namespace) -> BenchResult:
     conf_text = DEFAULT_SCHEDULER_CONF
     if args.conf:
         with open(args.conf, encoding="utf-8") as f:
             conf_text = f.read()
+    elif args.preempt:
+        conf_text = PREEMPT_CONF_ACTIONS + conf_text[conf_text.index("\n"):]
     conf = parse_conf(conf_text)
-    nodes, podgroups, pods = build_cluster(args)
+    running: list[dict] = []
+    if args.preempt:
+        nodes, podgroups, pods, running = build_preempt_cluster(args)
+    else:
+        nodes, podgroups, pods = build_cluster(args)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
     cache = Cache()
+    for name, value in (("low", LOW_PRIORITY), ("high", HIGH_PRIORITY)):
+        cache.add_priority_class({"metadata": {"name": name}, "value": value})
     for q in ("root", "default"):
         cache.add_queue({"metadata": {"name": q, "creationTimestamp": rfc3339(SIM_EPOCH)},
                          "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
@@ -102,10 +166,10 @@ def run(args: argparse.Namespace) -> BenchResult:
         cache.add_node(n)
     for pg in podgroups:
         cache.add_podgroup(pg)
-    for p in pods:
+    for p in running + pods:
         cache.add_pod(p)
     scheduler = Scheduler(cache, conf)
-    placed, cycles, latencies = 0, 0, []
+    placed, cycles, latencies, evictions = 0, 0, [], 0
     started = time.perf_counter()
     while placed < len(pods) and cycles < args.max_cycles:
         t0 = time.perf_counter()
@@ -113,6 +177,10 @@ def run(args: argparse.Namespace) -> BenchResult:
         latencies.append((time.perf_counter() - t0) * 1000)
         cycles += 1
         binds = [e for e in effects if isinstance(e, Bind)]
+        evicts = [e for e in effects if isinstance(e, Evict)]
+        for e in evicts:  # the evicted pods terminate before the next cycle
+            cache.delete_pod(e.uid)
+        evictions += len(evicts)
         for b in binds:
             pod = by_key[f"{b.namespace}/{b.name}"]
             pod["spec"]["nodeName"] = b.node
@@ -125,7 +193,7 @@ def run(args: argparse.Namespace) -> BenchResult:
                 pg["status"] = {"phase": e.phase}
                 cache.update_podgroup(pg)
         placed += len(binds)
-        if not binds and cycles > 1:
+        if not binds and not evicts and cycles > 1:
             break
     wall = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -134,6 +202,7 @@ def run(args: argparse.Namespace) -> BenchResult:
         wall_seconds=round(wall, 3), pods_per_second=round(placed / wall, 1) if wall else 0.0,
         session_p50_ms=round(_percentile(latencies, 50), 1), session_p99_ms=round(_percentile(latencies, 99), 1),
         peak_rss_mib=round(rss, 1),
+        evictions=evictions, evictions_per_second=round(evictions / wall, 1) if wall else 0.0,
     )
 
 
@@ -163,6 +232,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--memory", default="512Mi,1Gi,2Gi,4Gi", help="comma-separated memory requests to draw from")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-cycles", type=int, default=20)
+    p.add_argument("--preempt", type=int, default=0, metavar="N",
+                   help="preemption shape: fill every node with low-priority pods (of the largest --cpu and --memory), "
+                        "then N high-priority pods of that size arrive and must preempt (--pods is ignored)")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)

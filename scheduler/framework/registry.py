@@ -23,9 +23,12 @@ def plugin_classes() -> dict[str, type[Plugin]]:
 
 
 def action_classes() -> dict[str, type[Action]]:
-    from ..actions import allocate, backfill, enqueue
+    from ..actions import allocate, backfill, enqueue, preempt, reclaim
 
-    classes: list[type[Action]] = [enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction]
+    classes: list[type[Action]] = [
+        enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction,
+        preempt.PreemptAction, reclaim.ReclaimAction,
+    ]
     return {c.name: c for c in classes}
 
 

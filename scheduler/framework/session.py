@@ -24,6 +24,7 @@ from ..api.types import PodGroupPhase, TaskStatus, Vote
 from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .interface import Plugin, Point
 from .stats import SessionStats
+from .util import PriorityQueue
 
 log = structlog.get_logger("vcsched.session")
 
@@ -268,6 +269,31 @@ class Session:
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(Point.RECLAIMABLE, reclaimer, reclaimees)
+
+    def build_victims_priority_queue(self, victims: list[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
+        """``BuildVictimsPriorityQueue``: the victim to evict first pops first (spec/framework.md §6.3)."""
+        jobs, queues, task_order = self.jobs, self.queues, self.task_order
+        preemptor_job = jobs.get(preemptor.job)
+
+        def job_then_task(lj: JobInfo, rj: JobInfo, l: TaskInfo, r: TaskInfo) -> bool:
+            c = self.job_order_compare(lj, rj)
+            if c != 0:
+                return c > 0
+            return not task_order(l, r)
+
+        def less(l: TaskInfo, r: TaskInfo) -> bool:
+            if l.job == r.job:
+                return not task_order(l, r)
+            lj, rj = jobs.get(l.job), jobs.get(r.job)
+            if lj is None or rj is None:
+                if lj is None and rj is None:
+                    return not task_order(l, r)
+                return lj is None  # the orphan first
+            if preemptor_job is None or lj.queue == rj.queue:
+                return job_then_task(lj, rj, l, r)
+            return self.victim_queue_order(queues[lj.queue], queues[rj.queue], queues[preemptor_job.queue])
+
+        return PriorityQueue(less, victims)
 
     # -- node-level callbacks ------------------------------------------------------------
 

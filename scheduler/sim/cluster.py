@@ -22,6 +22,9 @@ from .manifests import Manifest, ManifestError
 
 SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
 
+# the PriorityClasses every API server creates at start (pkg/apis/scheduling · SystemPriorityClasses)
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
 
 def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -64,9 +67,48 @@ class SimCluster:
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(SIM_EPOCH - 1))
+        c._admit_priorities(sources)
         c._make_podgroups()
         c._check_references(sources)
         return c
+
+    def _admit_priorities(self, sources: dict[str, Manifest]) -> None:
+        """The Priority admission plugin: a pod's ``spec.priority`` comes from its PriorityClass.
+
+        The class named by ``spec.priorityClassName`` must exist, else the globalDefault
+        class (or 0) applies; a ``spec.priority`` that differs from it is refused, as the
+        API server refuses it.
+        """
+        values = dict(SYSTEM_PRIORITY_CLASSES)
+        policies: dict[str, str] = {}
+        default = None
+        for name, pc in self.priority_classes.items():
+            values[name] = int(pc.get("value") or 0)
+            if pc.get("preemptionPolicy"):
+                policies[name] = pc["preemptionPolicy"]
+            if pc.get("globalDefault") and (default is None or values[name] > values[default]):
+                default = name
+        for key, pod in self.pods.items():
+            spec = pod["spec"]
+            name = spec.get("priorityClassName") or ""
+            where = f"{sources[key].source} (Pod {key})"
+            if name:
+                if name not in values:
+                    raise ManifestError(f"{where}: spec.priorityClassName: no PriorityClass with name {name} was found")
+                value = values[name]
+            elif default is not None:
+                name, value = default, values[default]
+            else:
+                value = 0
+            if spec.get("priority") is not None and spec["priority"] != value:
+                raise ManifestError(f"{where}: spec.priority: the integer value of priority ({spec['priority']}) "
+                                    f"must not be provided in pod spec; priority admission controller computed "
+                                    f"{value} from the given PriorityClass name")
+            if name:
+                spec["priorityClassName"] = name
+            spec["priority"] = value
+            if not spec.get("preemptionPolicy"):
+                spec["preemptionPolicy"] = policies.get(name, "PreemptLowerPriority")
 
     def _make_podgroups(self) -> None:
         """The podgroup controller: one PodGroup per bare pod, and the pod annotated with it."""

@@ -1,0 +1,208 @@
+"""What preempt and reclaim share: the candidate nodes of an evicting task, and the victim checks.
+
+Candidate nodes are Volcano's ``PredicateNodes`` run with ``PredicateForPreemptAction``
+(util/predicate_helper.go, framework/session.go): nodes recorded as
+UnschedulableAndUnresolvable for the task by allocate are left out; from the rotating
+start index shared with allocate, nodes are examined until ``numToFind`` pass (a node
+fails only on UnschedulableAndUnresolvable, Error, Skip or Wait: a resource shortfall
+does not count). preempt then walks them by descending score (``PrioritizeNodes`` +
+``SortNodes``, ties in search order), reclaim in search order.
+
+Tasks of one shape get the same verdict and score on a node, so, as allocate's
+``ShapeIndex`` does, a ``PreemptIndex`` keeps them per node in a segment tree refreshed
+for the nodes that changed; a preemptor then costs O(log N) per node it looks at,
+not a predicate and a score for every node of the window.  Tasks that cannot share
+(inter-pod terms, normalising scorers, recorded unresolvable nodes) take the direct
+path, node by node, as Volcano does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from vcsched.api.node_info import NodeInfo
+from vcsched.api.queue_info import QueueInfo
+from vcsched.api.resource import Resource
+from vcsched.api.task_info import TaskInfo
+from vcsched.api.types import UNRESOLVABLE_CODES
+from vcsched.framework.node_search import NodeSearch, ShapeIndex, num_feasible_nodes_to_find
+from vcsched.framework.session import Session
+
+from .allocate import node_search
+
+PREEMPT_REASON = "preempt"
+RECLAIM_REASON = "reclaim"
+
+
+def preempt_predicate_fails(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """``PredicateForPreemptAction``: only statuses that evictions cannot resolve reject the node."""
+    statuses = ssn.predicate(task, node)
+    return bool(statuses) and any(s.code in UNRESOLVABLE_CODES for s in statuses)
+
+
+def validate_victims(task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
+    """``ValidateVictims``: the task fits FutureIdle plus everything the victims hold.
+
+    An empty victim list is valid: the node may have room already.
+    """
+    future_idle = node.future_idle()
+    for v in victims:
+        future_idle.add(v.resreq)
+    return task.init_resreq.less_equal(future_idle)
+
+
+def preemptor_fits_on_node(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    """``preemptorFitsOnNode``: the queue may take it, FutureIdle holds it, the plugin predicates pass."""
+    return (ssn.allocatable(queue, task)
+            and task.init_resreq.less_equal(node.future_idle())
+            and not ssn.predicate(task, node))
+
+
+def evicted_resources(victims: list[TaskInfo]) -> Resource:
+    total = Resource()
+    for v in victims:
+        total.add(v.resreq)
+    return total
+
+
+class CandidateNodes:
+    """Per-session candidate-node search for preempt and reclaim."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.search: NodeSearch = node_search(ssn)
+        self.indexes: dict[tuple, PreemptIndex] = {}
+
+    def nodes(self, task: TaskInfo, scored: bool) -> Iterator[NodeInfo]:
+        """The task's candidate nodes: by descending score (preempt) or in search order (reclaim).
+
+        The window is fixed, and the rotating start index advanced, when this is called;
+        the order is computed before the caller changes any node, as in Volcano.
+        """
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        fe = job.nodes_fit_errors.get(task.uid) if job is not None else None
+        skip = fe.unresolvable_nodes() if fe is not None else None
+        if not skip and self.search.shareable(task):
+            index = self.indexes.get(task.shape)
+            if index is None:
+                index = self.indexes[task.shape] = PreemptIndex(self.search, task)
+            return index.nodes(task, scored)
+        nodes = ssn.node_list if not skip else [n for n in ssn.node_list if n.name not in skip]
+        return iter(self._direct(task, nodes, scored))
+
+    def _direct(self, task: TaskInfo, nodes: list[NodeInfo], scored: bool) -> list[NodeInfo]:
+        n = len(nodes)
+        if n == 0:
+            return []
+        ssn = self.ssn
+        k = num_feasible_nodes_to_find(n)
+        start = ssn.state.next_start_node % n
+        feasible: list[NodeInfo] = []
+        processed = 0
+        for i in range(n):
+            node = nodes[(start + i) % n]
+            processed += 1
+            if preempt_predicate_fails(ssn, task, node):
+                continue
+            if len(feasible) == k:
+                break  # Volcano counts the feasible node beyond numToFind as processed
+            feasible.append(node)
+        ssn.state.next_start_node = (start + processed) % n
+        if not scored or len(feasible) < 2:
+            return feasible
+        scores = {nd.name: ssn.node_order(task, nd) for nd in feasible}
+        for scorer in self.search.batch:
+            if scorer.applies(task):
+                for name, s in scorer.score(task, feasible).items():
+                    scores[name] = scores.get(name, 0.0) + s
+        # SortNodes: descending score; equal scores keep the search order
+        return sorted(feasible, key=lambda nd: -scores[nd.name])
+
+
+class PreemptIndex(ShapeIndex):
+    """Per-node preempt verdicts and scores for one task shape.
+
+    The allocate index's tree with a single gradient: a leaf is feasible when
+    ``PredicateForPreemptAction`` passes, whatever the node's free resources.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, search: NodeSearch, task: TaskInfo) -> None:
+        super().__init__(search, task, False)
+
+    def _eval_leaf(self, task: TaskInfo, i: int, node: NodeInfo) -> None:
+        ssn = self.search.ssn
+        self.gens[i] = node.generation
+        v = self.size + i
+        ok = not preempt_predicate_fails(ssn, task, node)
+        self.cnt[v] = 1 if ok else 0
+        if ok:
+            self.score[i] = ssn.node_order(task, node)
+        self.best1[v] = i if ok else -1
+        self.best2[v] = -1
+
+    def _window(self, task: TaskInfo) -> tuple[int, int]:
+        """(start, number of search positions in the window); advances the rotating start."""
+        self._refresh(task)
+        state = self.search.ssn.state
+        n, k = self.n, self.search.k
+        start = state.next_start_node % n
+        before = self._count(0, start)
+        after = self.cnt[1] - before
+        total = self.cnt[1]
+
+        def position(j: int) -> int:
+            if j <= after:
+                return self._kth(before + j) - start
+            if j <= total:
+                return self._kth(j - after) + n - start
+            return -1
+
+        end = position(k)
+        stop = position(k + 1)
+        state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
+        if total == 0:
+            return start, 0
+        return start, (end + 1 if end >= 0 else n)
+
+    def nodes(self, task: TaskInfo, scored: bool) -> Iterator[NodeInfo]:
+        start, length = self._window(task)
+        if length == 0:
+            return iter(())
+        n = self.n
+        ranges = [(start, min(n, start + length))]
+        if start + length > n:
+            ranges.append((0, start + length - n))
+        if scored:
+            return self._by_score(start, ranges)
+        return self._in_order(ranges)
+
+    def _in_order(self, ranges: list[tuple[int, int]]) -> Iterator[NodeInfo]:
+        nodes = self.search.nodes
+        for lo, hi in ranges:
+            seen = self._count(0, lo)
+            for j in range(self._count(lo, hi)):
+                yield nodes[self._kth(seen + j + 1)]
+
+    def _by_score(self, start: int, ranges: list[tuple[int, int]]) -> Iterator[NodeInfo]:
+        """Feasible leaves by descending score, equal scores in search order: best-first over sub-ranges."""
+        n, score, best = self.n, self.score, self.best1
+        heap: list[tuple[float, int, int, int, int]] = []
+
+        def push(lo: int, hi: int) -> None:
+            if lo < hi:
+                leaf = self._best(best, lo, hi)
+                if leaf >= 0:
+                    heapq.heappush(heap, (-score[leaf], (leaf - start) % n, leaf, lo, hi))
+
+        for lo, hi in ranges:
+            push(lo, hi)
+        nodes = self.search.nodes
+        while heap:
+            _, _, leaf, lo, hi = heapq.heappop(heap)
+            yield nodes[leaf]
+            push(lo, leaf)
+            push(leaf + 1, hi)
