@@ -12,8 +12,7 @@ session change goes through ``Statement``, so plugins (and device state) follow 
 evictions and their rollback through the session's event handlers.
 
 Not implemented: ``enableTopologyAwarePreemption`` (§7.4.4, a warning is logged and
-the normal mode runs), jobs with network topology (none are modelled), the
-preemption metrics.
+the normal mode runs), jobs with network topology (none are modelled).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
-from .victims import PREEMPT_REASON, CandidateNodes, preemptor_fits_on_node, validate_victims
+from .victims import PREEMPT_REASON, CandidateNodes, commit, preemptor_fits_on_node, validate_victims
 
 log = structlog.get_logger("vcsched.preempt")
 
@@ -109,7 +108,7 @@ class PreemptAction(Action):
                     self.preempt(ssn, candidates, stmt, preemptor, between_jobs)
                 # commit only if the job is pipelined, otherwise try the next job
                 if ssn.job_pipelined(preemptor_job):
-                    stmt.commit()
+                    commit(ssn, stmt, self.name)
                 else:
                     stmt.discard()
 
@@ -132,7 +131,7 @@ class PreemptAction(Action):
                     if not self.preempt(ssn, candidates, stmt, preemptor, within_job):
                         stmt.discard()
                         break
-                    stmt.commit()
+                    commit(ssn, stmt, self.name)
 
     # -- one preemptor -----------------------------------------------------------------
 
@@ -162,6 +161,7 @@ class PreemptAction(Action):
         """``normalPreempt`` on one node: evict in victim order until the preemptor fits, then pipeline it."""
         preemptees = [t for t in node.tasks.values() if filter_(t)]
         victims = ssn.preemptable(preemptor, preemptees)
+        ssn.stats.preemption_victims = len(victims)
         if not validate_victims(preemptor, node, victims):
             return False
         # evictions on this node are kept only if the preemptor lands here
@@ -174,6 +174,7 @@ class PreemptAction(Action):
             node_stmt.evict(preemptee, PREEMPT_REASON)
             preempted.add(preemptee.resreq)
             fits = preemptor_fits_on_node(ssn, queue, preemptor, node)
+        ssn.stats.preemption_attempts += 1
         if fits:
             try:
                 node_stmt.pipeline(preemptor, node, not preempted.is_empty())

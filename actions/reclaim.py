@@ -22,7 +22,7 @@ from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
 from .preempt import PREEMPT_NEVER, pending_preemptors
-from .victims import RECLAIM_REASON, CandidateNodes, validate_victims
+from .victims import RECLAIM_REASON, CandidateNodes, commit, validate_victims
 
 log = structlog.get_logger("vcsched.reclaim")
 
@@ -80,7 +80,7 @@ class ReclaimAction(Action):
                         continue
                     self.reclaim_for_task(ssn, candidates, stmt, task, job)
                 if ssn.job_pipelined(job):
-                    stmt.commit()
+                    commit(ssn, stmt, self.name)
                 else:
                     stmt.discard()
                 # Volcano pushes the queue back here and also goes on with its next job at once;

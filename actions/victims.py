@@ -28,11 +28,20 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES
 from vcsched.framework.node_search import NodeSearch, ShapeIndex, num_feasible_nodes_to_find
 from vcsched.framework.session import Session
+from vcsched.framework.statement import Statement
 
 from .allocate import node_search
 
 PREEMPT_REASON = "preempt"
 RECLAIM_REASON = "reclaim"
+
+
+def commit(ssn: Session, stmt: Statement, action: str) -> None:
+    """Commit, counting a statement that evicts as one eviction transaction of ``action``."""
+    evicts = stmt.evicted_any()
+    stmt.commit()
+    if evicts:
+        ssn.stats.eviction_transactions[action] += 1
 
 
 def preempt_predicate_fails(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:

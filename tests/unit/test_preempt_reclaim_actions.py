@@ -104,6 +104,10 @@ def test_preempt_evicts_the_lowest_priority_job_first_until_the_preemptor_fits()
     p0 = task(ssn, "default/p-0")
     assert (p0.status, p0.node_name, p0.eviction_occurred) == (TaskStatus.Pipelined, "n1", True)
     assert task(ssn, "default/m-0").status == TaskStatus.Running
+    # what the metrics are made of: one committed statement with evictions, one node tried
+    assert ssn.stats.eviction_transactions == {"preempt": 1}
+    assert ssn.stats.preemption_attempts == 1
+    assert ssn.stats.preemption_victims == 4
 
 
 def test_preempt_takes_free_room_without_evicting() -> None:
@@ -113,6 +117,7 @@ def test_preempt_takes_free_room_without_evicting() -> None:
     assert evicted(effects) == []
     p0 = task(ssn, "default/p-0")
     assert (p0.status, p0.eviction_occurred) == (TaskStatus.Pipelined, False)
+    assert ssn.stats.eviction_transactions == {}
 
 
 def test_preempt_never_touches_equal_or_higher_priority_or_other_queues() -> None:
@@ -207,6 +212,7 @@ def test_reclaim_takes_back_down_to_the_deserved_share_and_no_further() -> None:
     assert len(pipelined) == 4 and all(t.eviction_occurred for t in pipelined)
     running_a = sum(j.count(TaskStatus.Running) for j in ssn.jobs.values() if j.queue == "qa")
     assert running_a == 4
+    assert sum(ssn.stats.eviction_transactions.values()) == ssn.stats.eviction_transactions["reclaim"] >= 1
 
 
 def test_reclaim_leaves_a_queue_that_is_not_reclaimable_alone() -> None:
