@@ -248,10 +248,11 @@ def dependency_problem(job: Mapping[str, Any]) -> str:
     return "cycle " + " -> ".join(names)
 
 
-def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]] | None) -> list[Problem]:
     """validateJobCreate on a mutated job: every problem, in Volcano's order, with its message.
 
-    ``queues`` maps queue name → Queue manifest (for the queue's existence, state and children).
+    ``queues`` maps queue name → Queue manifest (for the queue's existence, state and children);
+    None leaves the queue checks out (``validate_job_queue`` makes them alone).
     Pod template validation (the API server's own rules) is left to the caller.
     """
     spec = job["spec"]
@@ -311,7 +312,20 @@ def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
         if plugin not in JOB_PLUGINS:
             problems.append(Problem(f"spec.plugins.{plugin}", f" unable to find job plugin: {plugin};"))
     problems.extend(_volume_problems(spec.get("volumes") or []))
-    queue_name = spec.get("queue") or "default"
+    if queues is not None:
+        problems.extend(validate_job_queue(job, queues))
+    if has_dependencies:
+        hint = dependency_problem(job)
+        if hint:
+            problems.append(Problem("spec.tasks.dependsOn", " job has dependencies between tasks, but doesn't "
+                                    "form a directed acyclic graph(DAG);", hint))
+    return problems
+
+
+def validate_job_queue(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+    """The webhook's queue checks: the queue exists, is Open, is not root and is a leaf."""
+    problems: list[Problem] = []
+    queue_name = job["spec"].get("queue") or "default"
     queue = queues.get(queue_name)
     if queue is None:
         problems.append(Problem("spec.queue", f' unable to find job queue: queue.scheduling.volcano.sh '
@@ -328,11 +342,6 @@ def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
             if children:
                 problems.append(Problem("spec.queue", f" can only submit job to leaf queue, queue `{queue_name}` "
                                         f"has {len(children)} child queues;"))
-    if has_dependencies:
-        hint = dependency_problem(job)
-        if hint:
-            problems.append(Problem("spec.tasks.dependsOn", " job has dependencies between tasks, but doesn't "
-                                    "form a directed acyclic graph(DAG);", hint))
     return problems
 
 
