@@ -12,11 +12,13 @@ from .cache import Cache
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from .scheduler import Scheduler
 from .sim.cluster import SIM_EPOCH, SimCluster
+from .sim.jobs import SimJobs
 from .sim.manifests import ManifestError, load_manifests
 from .sim.output import render, result
 
 EXIT_BAD_INPUT = 2
 MAX_CYCLES = 20
+SCHEDULE_PERIOD = 1.0  # seconds of simulated time per cycle (Volcano's default --schedule-period)
 CONF_MAP = "volcano-scheduler-configmap"
 CONF_KEY = "volcano-scheduler.conf"
 
@@ -70,10 +72,21 @@ def simulate(args: argparse.Namespace) -> int:
     scheduler = Scheduler(cache, conf)
     cycles = 0
     limit = args.cycles if args.cycles is not None else MAX_CYCLES
+    # simulated time: one cycle per schedule period; controllers settle between cycles (sim/jobs.py)
+    clock = SIM_EPOCH + 3600
+    jobs = SimJobs(cluster, cache)
+    jobs.settle(clock, clock)
     while cycles < limit:
-        effects = scheduler.run_once(now=SIM_EPOCH + 3600 + cycles, uid=f"session-{cycles + 1}")
+        effects = scheduler.run_once(now=clock, uid=f"session-{cycles + 1}")
         cycles += 1
         changed = cluster.apply(effects, cache)
+        cycle_time, clock = clock, clock + SCHEDULE_PERIOD
+        changed |= jobs.settle(clock, cycle_time)
+        due = jobs.next_timer()
+        if not changed and due is not None:
+            # nothing happened but a simulated timer is pending: skip the idle periods up to it
+            clock = max(clock, due)
+            changed = jobs.settle(clock, cycle_time)
         if args.cycles is None and not changed:
             break
     fmt = args.output or ("table" if sys.stdout.isatty() else "json")

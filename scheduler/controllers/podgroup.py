@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..api.task_info import pod_request
 from ..api.types import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, QUEUE_NAME_ANNOTATION
+from . import quota
 
 _COPIED_ANNOTATIONS = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
 _COPIED_LABELS = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time")
@@ -37,15 +37,8 @@ def podgroup_for_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     if not any(r.get("controller") for r in owners):
         owners = [{"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid"),
                    "controller": True}]
-    req = pod_request(pod)
-    min_resources = {}
-    if req.milli_cpu:
-        min_resources["cpu"] = req.to_list()["cpu"]
-    if req.memory:
-        min_resources["memory"] = req.to_list()["memory"]
-    for name, value in req.to_list().items():
-        if name not in ("cpu", "memory"):
-            min_resources[name] = value
+    # the pod's quota usage × minMember (1): cpu and requests.cpu, pods and count/pods, …
+    min_resources = quota.format_usage(quota.pod_usage(spec))
     pg_spec: dict[str, Any] = {"minMember": 1, "minResources": min_resources}
     if spec.get("priorityClassName"):
         pg_spec["priorityClassName"] = spec["priorityClassName"]
@@ -58,7 +51,7 @@ def podgroup_for_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
             "name": podgroup_name(pod),
             "namespace": meta.get("namespace") or "default",
             "ownerReferences": owners,
-            "annotations": {k: annotations[k] for k in _COPIED_ANNOTATIONS if k in annotations},
+            "annotations": _copied_annotations(annotations),
             "labels": {k: labels[k] for k in _COPIED_LABELS if k in labels},
             "creationTimestamp": meta.get("creationTimestamp"),
             "uid": f"pg-{meta.get('uid')}",
@@ -66,3 +59,12 @@ def podgroup_for_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         "spec": pg_spec,
         "status": {"phase": "Pending"},
     }
+
+
+def _copied_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    out = {k: annotations[k] for k in _COPIED_ANNOTATIONS if k in annotations}
+    if "volcano.sh/jdb-min-available" in annotations:
+        out["volcano.sh/jdb-min-available"] = annotations["volcano.sh/jdb-min-available"]
+    elif "volcano.sh/jdb-max-unavailable" in annotations:
+        out["volcano.sh/jdb-max-unavailable"] = annotations["volcano.sh/jdb-max-unavailable"]
+    return out

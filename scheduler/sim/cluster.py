@@ -15,6 +15,7 @@ from typing import Any
 
 from ..api.types import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from ..cache import Cache
+from ..controllers.job import validate_job_queue, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
 from ..framework.effects import Bind, Effect, Evict, PodCondition, PodGroupStatus, QueueStatus
@@ -39,6 +40,7 @@ class SimCluster:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch.volcano.sh Jobs, run by sim/jobs.py
     evicted: list[str] = field(default_factory=list)
 
     @classmethod
@@ -62,8 +64,8 @@ class SimCluster:
             elif m.kind == "ConfigMap":
                 c.config_maps[m.key] = obj
             elif m.kind == "Job":
-                raise ManifestError(f"{m.source} (Job {m.key}): batch.volcano.sh/v1alpha1 Job is not supported "
-                                    "by simulate yet; submit its PodGroup and pods instead")
+                c.jobs[m.key] = obj
+                sources["job:" + m.key] = m
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(SIM_EPOCH - 1))
@@ -140,6 +142,12 @@ class SimCluster:
                 m = sources.get("pg:" + key)
                 where = f"{m.source} (PodGroup {key})" if m else f"PodGroup {key}"
                 raise ManifestError(f"{where}: spec.queue: Queue {queue} not found")
+        for key, job in self.jobs.items():
+            # the job webhook's queue checks (exists, Open, not root, a leaf), with Volcano's message
+            problems = validate_job_queue(job, self.queues)
+            if problems:
+                raise ManifestError(sources["job:" + key].source, volcano_message(problems), ref=f"Job {key}",
+                                    field=problems[0].field)
 
     # -- the source side ------------------------------------------------------------------
 

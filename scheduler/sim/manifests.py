@@ -21,8 +21,12 @@ server and the webhooks apply on create, on a deep copy of each document:
 - Queue: ``spec.weight`` 1 when missing or 0, ``spec.reclaimable`` true when
   missing (the CRD default and the queue mutating webhook).
 
+- Job: Volcano's mutating webhook (queue, schedulerName, maxRetry, task names,
+  minAvailable…) and its validating webhook's checks; a refused Job names the
+  first offending field and carries Volcano's whole refusal message.
+
 Cross-object admission (priority class lookup, queue existence and state,
-queue hierarchy, Job validation) is left to the simulator and the controllers.
+queue hierarchy, a Job's queue) is left to the simulator and the controllers.
 """
 
 from __future__ import annotations
@@ -318,6 +322,7 @@ def _validate_metadata_fields(meta: dict, check: _Checker) -> None:
 
 
 def _validate_pod(obj: dict, check: _Checker) -> None:
+    _validate_sim_annotations((obj.get("metadata") or {}).get("annotations") or {}, check, "metadata.annotations")
     if obj.get("spec") is None:
         check.fail("spec", "Required value")
     spec = _mapping(obj["spec"], check, "spec")
@@ -566,11 +571,108 @@ def _validate_queue(obj: dict, check: _Checker) -> None:
 
 
 def _validate_job(obj: dict, check: _Checker) -> None:
+    """The Job's fields as the CRD schema types them, its pod templates as the API server checks pods,
+    then Volcano's mutating and validating webhooks (controllers/job.py; the queue is checked by the
+    cluster, which knows the queues)."""
+    from ..controllers.job import mutate_job, validate_job, volcano_message
+
     if obj.get("spec") is None:
         check.fail("spec", "Required value")
     spec = _mapping(obj["spec"], check, "spec")
-    if spec.get("tasks") is not None:
-        _list(spec["tasks"], check, "spec.tasks")
+    for key in ("minAvailable", "maxRetry", "ttlSecondsAfterFinished", "minSuccess"):
+        if spec.get(key) is not None:
+            _int(spec[key], check, f"spec.{key}", 1 if key == "minSuccess" else 0, _INT32_MAX)
+    for key in ("queue", "schedulerName", "priorityClassName"):
+        if spec.get(key) is not None:
+            _string(spec[key], check, f"spec.{key}")
+    if spec.get("plugins") is not None:
+        for name, args in _mapping(spec["plugins"], check, "spec.plugins").items():
+            for j, arg in enumerate(_list(args, check, f"spec.plugins.{name}") if args is not None else []):
+                _string(arg, check, f"spec.plugins.{name}[{j}]")
+    _validate_policies(spec.get("policies"), check, "spec.policies")
+    for i, task in enumerate(_list(spec.get("tasks") or [], check, "spec.tasks")):
+        path = f"spec.tasks[{i}]"
+        task = _mapping(task, check, path)
+        if task.get("name") is not None:
+            _string(task["name"], check, f"{path}.name")
+        for key in ("replicas", "minAvailable", "maxRetry"):
+            if task.get(key) is not None:
+                _int(task[key], check, f"{path}.{key}", 0, _INT32_MAX)
+        _validate_policies(task.get("policies"), check, f"{path}.policies")
+        if task.get("dependsOn") is not None:
+            depends = _mapping(task["dependsOn"], check, f"{path}.dependsOn")
+            for j, dep in enumerate(_list(depends.get("name") or [], check, f"{path}.dependsOn.name")):
+                _string(dep, check, f"{path}.dependsOn.name[{j}]")
+            if depends.get("iteration") is not None:
+                _one_of(depends["iteration"], ("any", "all"), check, f"{path}.dependsOn.iteration")
+        template = _mapping(task.get("template"), check, f"{path}.template")
+        tmeta = _mapping(template.get("metadata"), check, f"{path}.template.metadata")
+        for key in ("labels", "annotations"):
+            if key in tmeta:
+                tmeta[key] = _string_map(tmeta[key], check, f"{path}.template.metadata.{key}")
+        _validate_sim_annotations(tmeta.get("annotations") or {}, check, f"{path}.template.metadata.annotations")
+        pod = {"spec": copy.deepcopy(template.get("spec")), "status": {}}
+        _validate_pod(pod, _PrefixedChecker(check, f"{path}.template."))
+    mutated = mutate_job(obj)
+    problems = validate_job(mutated, None)
+    if problems:
+        hint = next((p.hint for p in problems if p.hint), "")
+        check.fail(problems[0].field, volcano_message(problems) + (f" ({hint})" if hint else ""))
+    obj["spec"] = mutated["spec"]
+
+
+def _validate_policies(policies: Any, check: _Checker, path: str) -> None:
+    from ..controllers.job_state import DurationError, parse_duration
+
+    if policies is None:
+        return
+    for i, policy in enumerate(_list(policies, check, path)):
+        policy = _mapping(policy, check, f"{path}[{i}]")
+        for key in ("event", "action"):
+            if policy.get(key) is not None:
+                _string(policy[key], check, f"{path}[{i}].{key}")
+        if policy.get("events") is not None:
+            for j, e in enumerate(_list(policy["events"], check, f"{path}[{i}].events")):
+                _string(e, check, f"{path}[{i}].events[{j}]")
+        if policy.get("exitCode") is not None:
+            _int(policy["exitCode"], check, f"{path}[{i}].exitCode", _INT32_MIN, _INT32_MAX)
+        if policy.get("timeout") is not None:
+            try:
+                parse_duration(policy["timeout"])
+            except DurationError as e:
+                check.fail(f"{path}[{i}].timeout", str(e))
+
+
+def _validate_sim_annotations(annotations: Mapping[str, str], check: _Checker, path: str) -> None:
+    """The simulated pod lifecycle's annotations: durations and an integer exit code."""
+    from ..controllers.job_state import DurationError, parse_duration
+    from .jobs import SIM_ANNOTATIONS, SIM_EXIT_CODE
+
+    for key in SIM_ANNOTATIONS:
+        if key in annotations:
+            try:
+                if parse_duration(annotations[key]) < 0:
+                    raise DurationError("must not be negative")
+            except DurationError as e:
+                check.fail(f"{path}[{key}]", f"{e} (a duration such as 30s or 1m30s)")
+    if SIM_EXIT_CODE in annotations:
+        try:
+            int(annotations[SIM_EXIT_CODE])
+        except ValueError:
+            check.fail(f"{path}[{SIM_EXIT_CODE}]", f"must be an integer exit code, got {annotations[SIM_EXIT_CODE]!r}")
+
+
+class _PrefixedChecker(_Checker):
+    """Checks a nested pod template: fields are named from the enclosing object."""
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, outer: _Checker, prefix: str) -> None:
+        super().__init__(outer.source, outer.ref)
+        self.prefix = prefix
+
+    def fail(self, field: str | None, detail: str) -> NoReturn:
+        super().fail(self.prefix + field if field else self.prefix.rstrip("."), detail)
 
 
 _VALIDATORS = MappingProxyType(

@@ -52,8 +52,26 @@ def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
             "allocatable": info.allocatable.to_list(),
             "devices": [],
         }
+    jobs = {}
+    for key, job in cluster.jobs.items():
+        status = job.get("status") or {}
+        # pods: the Job's pods that exist, by phase (Volcano's status counts drop to 0 after every kill)
+        counts = dict.fromkeys(("pending", "running", "succeeded", "failed", "unknown"), 0)
+        uid = job["metadata"].get("uid")
+        for pod in cluster.pods.values():
+            if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences") or []):
+                phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
+                counts[phase if phase in counts else "unknown"] += 1
+        jobs[key] = {
+            "phase": (status.get("state") or {}).get("phase") or "Pending",
+            "retryCount": int(status.get("retryCount") or 0),
+            "version": int(status.get("version") or 0),
+            "minAvailable": int(status.get("minAvailable") or 0),
+            "pods": counts,
+        }
     return {
         "cycles": cycles,
+        "jobs": jobs,
         "pods": pods,
         "evicted": list(cluster.evicted),
         "podgroups": podgroups,
@@ -84,6 +102,11 @@ def table(doc: dict[str, Any]) -> str:
     out += ["", f"Pending pods ({len(pending)}):"] + (_rows(["POD", "REASON"], pending) if pending else ["  none"])
     if doc["evicted"]:
         out += ["", "Evicted: " + ", ".join(doc["evicted"])]
+    if doc.get("jobs"):
+        js = [[k, j["phase"], j["retryCount"], "/".join(str(j["pods"][c]) for c in ("pending", "running",
+                                                                                   "succeeded", "failed"))]
+              for k, j in sorted(doc["jobs"].items())]
+        out += ["", "Jobs:"] + _rows(["JOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"], js)
     pgs = [[k, g["phase"], g["running"]] for k, g in sorted(doc["podgroups"].items())]
     out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING"], pgs)
     qs = [[k, q["state"], ", ".join(f"{r}={v}" for r, v in sorted(q["allocated"].items()))]
