@@ -1,5 +1,7 @@
 """batch.volcano.sh Jobs through ``vcsched simulate``: expanded, scheduled, run, restarted, refused."""
 
+import json
+
 from .conftest import node, queue
 
 
@@ -139,3 +141,15 @@ def test_name_too_long_for_pod_naming(simulate):
 def test_bad_sim_annotation(simulate):
     err = refused(simulate, job("j1", annotations="vcsched.io/sim-duration: soon"))
     assert "spec.tasks[0].template.metadata.annotations[vcsched.io/sim-duration]" in err
+
+
+def test_the_jobs_example_runs_to_its_documented_end(capsys):
+    from pathlib import Path
+
+    from vcsched.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "conf" / "examples" / "jobs.yaml"
+    assert main(["simulate", "-f", str(example), "-o", "json"]) == 0
+    jobs = json.loads(capsys.readouterr().out)["jobs"]
+    assert (jobs["default/train"]["phase"], jobs["default/train"]["pods"]["succeeded"]) == ("Completed", 3)
+    assert (jobs["default/flaky"]["phase"], jobs["default/flaky"]["retryCount"]) == ("Failed", 2)
