@@ -81,7 +81,7 @@ class ProportionPlugin(Plugin):
             if capability.memory <= 0:
                 capability.memory = UNLIMITED
         guarantee = _plain(queue.guarantee) if queue.guarantee is not None else Resource()
-        real_capability = exceeded_part(self.total, self.total_guarantee).add(guarantee)
+        real_capability = self.total.exceeded_part(self.total_guarantee).add(guarantee)
         if capability is not None:
             real_capability.min_dimension(capability, Default.INFINITY)
         return QueueAttr(
@@ -134,10 +134,10 @@ class ProportionPlugin(Plugin):
                 _update_share(attr)
                 if attr.request.less_equal(attr.deserved, Default.ZERO) or _same(attr.deserved, old):
                     met.add(name)
-                increased, decreased = diff(attr.deserved, old)
+                increased, decreased = attr.deserved.diff(old)
                 increased_sum.add(increased)
                 decreased_sum.add(decreased)
-            remaining = exceeded_part(remaining.clone().add(decreased_sum), increased_sum)
+            remaining = remaining.clone().add(decreased_sum).exceeded_part(increased_sum)
             if remaining.is_empty() or _same(remaining, old_remaining):
                 break
 
@@ -292,34 +292,6 @@ def _same(a: Resource, b: Resource) -> bool:
     return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
 
 
-def diff(l: Resource, r: Resource) -> tuple[Resource, Resource]:
-    """``l.Diff(r, Zero)``: a scalar lands in exactly one of (increased, decreased)."""
-    inc, dec = Resource(), Resource()
-    d = l.milli_cpu - r.milli_cpu
-    if d > 0:
-        inc.milli_cpu = d
-    else:
-        dec.milli_cpu = -d
-    d = l.memory - r.memory
-    if d > 0:
-        inc.memory = d
-    else:
-        dec.memory = -d
-    ls, rs = l.scalars, r.scalars
-    for name in (*ls, *(n for n in rs if n not in ls)):
-        d = ls.get(name, 0.0) - rs.get(name, 0.0)
-        if d > 0:
-            inc.scalars[name] = d
-        else:
-            dec.scalars[name] = -d
-    return inc, dec
-
-
-def exceeded_part(l: Resource, r: Resource) -> Resource:
-    """``ExceededPart(l, r)``: max(l − r, 0), keeping only the scalars that exceed."""
-    return diff(l, r)[0]
-
-
 def resource_max(l: Resource, r: Resource) -> Resource:
     """``helpers.Max``: per-dimension max; scalars the union of the non-negative values."""
     res = Resource(max(l.milli_cpu, r.milli_cpu), max(l.memory, r.memory))
@@ -392,7 +364,7 @@ def elastic_resources(job: JobInfo) -> Resource:
     """``GetElasticResources``: allocated beyond minResources (everything, without minResources)."""
     pg = job.podgroup
     min_res = pg.min_resources if pg is not None and pg.min_resources is not None else Resource()
-    return exceeded_part(job.allocated, min_res)
+    return job.allocated.exceeded_part(min_res)
 
 
 def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:

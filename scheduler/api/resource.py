@@ -157,18 +157,23 @@ class Resource:
         return self
 
     def diff(self, r: "Resource") -> tuple["Resource", "Resource"]:
-        """``Diff(r, Zero)`` → (increased, decreased): per dimension max(l−r, 0) and max(r−l, 0)."""
+        """``Diff(r, Zero)`` → (increased, decreased): per dimension max(l−r, 0) and max(r−l, 0).
+
+        As in Volcano, a scalar lands in exactly one of the two (an equal one in
+        ``decreased``, as 0); names keep self's order, then r's.
+        """
         inc, dec = Resource(), Resource()
         d = self.milli_cpu - r.milli_cpu
         inc.milli_cpu, dec.milli_cpu = max(d, 0.0), max(-d, 0.0)
         d = self.memory - r.memory
         inc.memory, dec.memory = max(d, 0.0), max(-d, 0.0)
-        for name in set(self.scalars) | set(r.scalars):
-            d = self.scalars.get(name, 0.0) - r.scalars.get(name, 0.0)
+        ls, rs = self.scalars, r.scalars
+        for name in (*ls, *(n for n in rs if n not in ls)):
+            d = ls.get(name, 0.0) - rs.get(name, 0.0)
             if d > 0:
                 inc.scalars[name] = d
             else:
-                dec.scalars[name] = -d
+                dec.scalars[name] = max(-d, 0.0)
         return inc, dec
 
     def exceeded_part(self, r: "Resource") -> "Resource":

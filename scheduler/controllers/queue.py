@@ -155,12 +155,12 @@ def apply_queue_outcome(queues: dict[str, dict[str, Any]], name: str, out: Queue
         if out.set_parent and _parent(q) != out.set_parent:
             q.setdefault("spec", {})["parent"] = out.set_parent
             changed = True
-    for target, annotations in out.annotations.items():
+    for target, wanted in out.annotations.items():
         tq = queues.get(target)
         if tq is None:
             continue
         ann = tq.setdefault("metadata", {}).setdefault("annotations", {})
-        for k, v in annotations.items():
+        for k, v in wanted.items():
             if ann.get(k) != v:
                 ann[k] = v
                 changed = True

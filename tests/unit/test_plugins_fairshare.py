@@ -23,7 +23,7 @@ from vcsched.framework.effects import Event
 from vcsched.framework.interface import Point
 from vcsched.plugins.drf import DrfPlugin
 from vcsched.plugins.overcommit import OvercommitPlugin
-from vcsched.plugins.proportion import ProportionPlugin, diff, exceeded_part
+from vcsched.plugins.proportion import ProportionPlugin
 
 from .fakes import FakeSession
 
@@ -289,10 +289,11 @@ def test_proportion_scheduling_gated_tasks_deducted_from_inqueue() -> None:
 def test_resource_helpers_keep_volcano_key_sets() -> None:
     l = Resource(1000, 0, {"pods": 5, "nvidia.com/gpu": 0})
     r = Resource(500, 10, {"pods": 5, "example.com/x": 2})
-    inc, dec = diff(l, r)
+    inc, dec = l.diff(r)
     assert inc.milli_cpu == 500 and inc.scalars == {}
     assert dec.memory == 10 and dec.scalars == {"pods": 0, "nvidia.com/gpu": 0, "example.com/x": 2}
-    assert exceeded_part(l, r).scalars == {}
+    assert list(dec.scalars) == ["pods", "nvidia.com/gpu", "example.com/x"]
+    assert l.exceeded_part(r).scalars == {}
 
 
 # -- drf ---------------------------------------------------------------------------------
