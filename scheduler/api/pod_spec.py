@@ -153,9 +153,9 @@ def build_pod_spec(pod: Mapping[str, Any]) -> PodSpec:
     return ps
 
 
-# pod annotations device sharing reads (spec/devices.md §5.1), and the PodGroup a spread policy names
-_DEVICE_ANNOTATION_PREFIXES = ("volcano.sh/vgpu-", "nvidia.com/", "huawei.com/", "scheduling.k8s.io/group-name",
-                               "scheduling.volcano.sh/group-name")
+# pod annotations device sharing reads (spec/devices.md §5.1); the PodGroup too when a spread policy names it
+_DEVICE_ANNOTATION_PREFIXES = ("volcano.sh/vgpu-", "nvidia.com/", "huawei.com/")
+_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 
 
 def _device_shape(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple:
@@ -173,8 +173,9 @@ def _device_shape(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple:
     if not any(per_container):
         return ()
     ann = meta.get("annotations") or {}
+    prefixes = _DEVICE_ANNOTATION_PREFIXES + (_GROUP_ANNOTATIONS if "volcano.sh/vgpu-podgroup-policy" in ann else ())
     return (
         tuple(per_container),
-        tuple(sorted((k, str(v)) for k, v in ann.items() if k.startswith(_DEVICE_ANNOTATION_PREFIXES))),
+        tuple(sorted((k, str(v)) for k, v in ann.items() if k.startswith(prefixes))),
         tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
     )
