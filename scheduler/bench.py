@@ -54,7 +54,7 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
         "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i:05d}"}},
         "status": {"allocatable": {"cpu": args.node_cpu, "memory": args.node_memory, "pods": str(args.node_pods)}},
     } for i in range(args.nodes)]
-    gpu_mix = _gpu_mix(args.gpu_request_mix) if args.gpus_per_node > 0 else []
+    gpu_mix = _gpu_mix(args.gpu_request_mix) if getattr(args, "gpus_per_node", 0) > 0 else []
     if gpu_mix:
         for i, n in enumerate(nodes):
             # what volcano-vgpu-device-plugin publishes (spec/devices.md §4.2)
@@ -125,7 +125,7 @@ GPU_SCHEDULER_CONF = DEFAULT_SCHEDULER_CONF + """\
 
 
 def run(args: argparse.Namespace) -> BenchResult:
-    conf_text = GPU_SCHEDULER_CONF if args.gpus_per_node > 0 else DEFAULT_SCHEDULER_CONF
+    conf_text = GPU_SCHEDULER_CONF if getattr(args, "gpus_per_node", 0) > 0 else DEFAULT_SCHEDULER_CONF
     if args.conf:
         with open(args.conf, encoding="utf-8") as f:
             conf_text = f.read()
