@@ -1,6 +1,7 @@
 """gpushare sub-allocator and deviceshare arguments against spec/devices.md §2.1, §4.1, §6.1, §6.2."""
 
 import pytest
+import structlog
 
 from vcsched.api.task_info import new_task_info
 from vcsched.api.types import StatusCode
@@ -60,14 +61,17 @@ def test_memory_shortfall_reason_and_init_containers():
 
 def test_unhealthy_ids_and_number_mode():
     family = GpuShareFamily(sharing=False, number=True)
-    devs = family.build(gpu_node(unhealthy="1,x,3"), "n1")
+    with structlog.testing.capture_logs() as logs:
+        devs = family.build(gpu_node(unhealthy="1,x,3"), "n1")
     assert devs.ids == [0, 2, 4, 5, 6, 7]
+    assert logs[0]["node"] == "n1" and logs[0]["value"] == "x"
     devs.add_pod(pod("a", num=1, annotations={"volcano.sh/gpu-index": "0"}))
     t = pod("b", num=2)
     assert devs.allocate(t, family.request(t), "", 0)["volcano.sh/gpu-index"] == "2,4"
     six = pod("c", num=6)
     assert devs.filter(six, family.request(six), "").reason.startswith("GpuNumber no enough gpu number on node n1")
-    assert family.build(gpu_node(number="0"), "n1") is None
+    with structlog.testing.capture_logs():
+        assert family.build(gpu_node(number="0"), "n1") is None
     assert family.build({"metadata": {"name": "n"}, "status": {"capacity": {"volcano.sh/gpu-memory": "1"}}}, "n") is None
     # a malformed gpu-index: the pod is not counted anywhere (E-30)
     devs.add_pod(pod("d", num=1, annotations={"volcano.sh/gpu-index": "0,x"}))
@@ -117,6 +121,8 @@ nvidia:
     assert cfg.geometry_for("NVIDIA-NVIDIA A100-PCIE-40GB")[0].instances[0].count == 7
     # broken YAML: the built-in default; no nvidia section: vGPU requests go unnoticed (§2.3)
     bad = {"kube-system/volcano-vgpu-device-config": {"data": {"device-config.yaml": "nvidia: [unclosed"}}}
-    assert load_device_config(bad, args).nvidia.count_name == "volcano.sh/vgpu-number"
+    with structlog.testing.capture_logs() as logs:
+        assert load_device_config(bad, args).nvidia.count_name == "volcano.sh/vgpu-number"
+    assert logs[0]["configmap"] == "kube-system/volcano-vgpu-device-config"
     empty = {"kube-system/volcano-vgpu-device-config": {"data": {"device-config.yaml": "vnpus: []"}}}
     assert load_device_config(empty, args).nvidia.count_name == ""
