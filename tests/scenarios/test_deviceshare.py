@@ -293,3 +293,12 @@ def test_gpushare_number_takes_idle_cards(simulate):
     got = {p: out["pods"][f"default/{p}"]["annotations"].get("volcano.sh/gpu-index") for p in "abc"}
     assert got == {"a": "0,1", "b": "2,3", "c": None}
     assert out["pods"]["default/c"]["node"] is None
+
+
+def test_without_predicates_no_device_is_allocated_as_in_volcano(simulate):
+    """Spec E-39: in Volcano the predicates plugin's event handler allocates devices."""
+    no_predicates = conf().replace("  - name: predicates\n", "")
+    code, out = simulate(gpu_node("n1", TWO_A100) + vgpu_pod("p1", mem(1000)), conf=no_predicates)
+    assert out["pods"]["default/p1"]["node"] == "n1"
+    assert "volcano.sh/vgpu-ids-new" not in out["pods"]["default/p1"]["annotations"]
+    assert all(d["slots_used"] == 0 for d in out["nodes"]["n1"]["devices"])
