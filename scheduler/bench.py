@@ -20,6 +20,7 @@ from .cache import Cache
 from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
 from .framework.effects import Bind, Evict, PodGroupStatus
+from .plugins.deviceshare import device_builder
 from .scheduler import Scheduler
 from .sim.cluster import SIM_EPOCH, rfc3339
 
@@ -56,12 +57,30 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
         "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i:05d}"}},
         "status": {"allocatable": {"cpu": args.node_cpu, "memory": args.node_memory, "pods": str(args.node_pods)}},
     } for i in range(args.nodes)]
+    gpu_mix = _gpu_mix(args.gpu_request_mix) if getattr(args, "gpus_per_node", 0) > 0 else []
+    if gpu_mix:
+        for i, n in enumerate(nodes):
+            # what volcano-vgpu-device-plugin publishes (spec/devices.md §4.2)
+            reg = "".join(f"GPU-{i:05d}-{g},{args.gpu_split},{args.gpu_memory},{args.gpu_model},true,hami-core:"
+                          for g in range(args.gpus_per_node))
+            n["metadata"]["annotations"] = {"volcano.sh/node-vgpu-register": reg}
+            n["status"]["allocatable"].update({
+                "volcano.sh/vgpu-number": str(args.gpus_per_node * args.gpu_split),
+                "volcano.sh/vgpu-memory": str(args.gpus_per_node * args.gpu_memory),
+                "volcano.sh/vgpu-cores": str(args.gpus_per_node * 100),
+            })
     podgroups, pods = [], []
     gang = max(1, min(args.gang_size, args.pods))
     created = SIM_EPOCH
     for j in range((args.pods + gang - 1) // gang):
         size = min(gang, args.pods - j * gang)
         cpu, mem = rng.choice(cpus), rng.choice(mems)
+        resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": mem}}
+        if gpu_mix:
+            gmem, gcores = rng.choice(gpu_mix)
+            resources["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(gmem),
+                                   "volcano.sh/vgpu-cores": str(gcores)}
+            resources["requests"].update(resources["limits"])
         name = f"job-{j:05d}"
         created += 1
         podgroups.append({
@@ -81,7 +100,7 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
                 "spec": {
                     "schedulerName": "volcano",
                     "containers": [{"name": "main", "image": "busybox",
-                                    "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+                                    "resources": resources}],
                 },
                 "status": {"phase": "Pending"},
             })
@@ -141,8 +160,28 @@ def build_preempt_cluster(args: argparse.Namespace) -> tuple[list[dict], list[di
     return nodes, podgroups, pods, low_pods
 
 
+def _gpu_mix(text: str) -> list[tuple[int, int]]:
+    """``MEM[:CORES],...``: per-vGPU memory (MiB) and cores (%) to draw pod requests from."""
+    out = []
+    for item in text.split(","):
+        if item.strip():
+            mem, _, cores = item.strip().partition(":")
+            out.append((int(mem), int(cores or 0)))
+    return out
+
+
+# the default conf plus deviceshare (vGPU, binpack) for --gpus-per-node
+GPU_SCHEDULER_CONF = DEFAULT_SCHEDULER_CONF + """\
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolicy: binpack
+      deviceshare.ScheduleWeight: 10
+"""
+
+
 def run(args: argparse.Namespace) -> BenchResult:
-    conf_text = DEFAULT_SCHEDULER_CONF
+    conf_text = GPU_SCHEDULER_CONF if getattr(args, "gpus_per_node", 0) > 0 else DEFAULT_SCHEDULER_CONF
     if args.conf:
         with open(args.conf, encoding="utf-8") as f:
             conf_text = f.read()
@@ -156,7 +195,7 @@ def run(args: argparse.Namespace) -> BenchResult:
         nodes, podgroups, pods = build_cluster(args)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
-    cache = Cache()
+    cache = Cache(devices=device_builder(conf, {}))
     for name, value in (("low", LOW_PRIORITY), ("high", HIGH_PRIORITY)):
         cache.add_priority_class({"metadata": {"name": name}, "value": value})
     for q in ("root", "default"):
@@ -230,6 +269,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--gang-size", type=int, default=1, help="pods per job (minMember = job size)")
     p.add_argument("--cpu", default="250m,500m,1,2", help="comma-separated CPU requests to draw from")
     p.add_argument("--memory", default="512Mi,1Gi,2Gi,4Gi", help="comma-separated memory requests to draw from")
+    p.add_argument("--gpus-per-node", type=int, default=0,
+                   help="vGPUs: GPUs per node (hami-core); each pod then asks one fractional vGPU")
+    p.add_argument("--gpu-model", default="NVIDIA-NVIDIA A100-PCIE-40GB", help="GPU type in the register annotation")
+    p.add_argument("--gpu-memory", type=int, default=40960, help="MiB per GPU")
+    p.add_argument("--gpu-split", type=int, default=10, help="deviceSplitCount: pods per GPU")
+    p.add_argument("--gpu-request-mix", default="2048:10,4096:20,8192:25,10240:0",
+                   help="comma-separated MEM[:CORES] per-pod vGPU requests to draw from")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-cycles", type=int, default=20)
     p.add_argument("--preempt", type=int, default=0, metavar="N",

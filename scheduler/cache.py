@@ -7,7 +7,7 @@ are applied only when newer than what the cache holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,8 +110,11 @@ def queue_from(obj: Mapping[str, Any]) -> QueueInfo:
 
 
 class Cache:
-    def __init__(self, scheduler_names: tuple[str, ...] = ("volcano",), default_queue: str = "default") -> None:
+    def __init__(self, scheduler_names: tuple[str, ...] = ("volcano",), default_queue: str = "default",
+                 devices: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None) -> None:
         self.scheduler_names = scheduler_names
+        # parses a node's device registry (deviceshare's NodeDeviceBuilder), once per node update
+        self.devices = devices
         self.default_queue = default_queue
         self.nodes: dict[str, NodeInfo] = {}  # insertion order = the order nodes were first seen
         self.tasks: dict[str, TaskInfo] = {}
@@ -139,6 +142,8 @@ class Cache:
         if not self._newer("Node", name, node):
             return
         info = node_info_from(node)
+        if self.devices is not None:
+            info.devices = self.devices(node)
         old = self.nodes.get(name)
         if old is not None:
             for task in old.tasks.values():

@@ -10,6 +10,7 @@ import structlog
 
 from .cache import Cache
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
+from .plugins.deviceshare import device_builder
 from .scheduler import Scheduler
 from .sim.cluster import SIM_EPOCH, SimCluster
 from .sim.jobs import SimJobs
@@ -67,7 +68,7 @@ def simulate(args: argparse.Namespace) -> int:
     except (ManifestError, BadInput) as e:
         print(f"vcsched simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    cache = Cache(names)
+    cache = Cache(names, devices=device_builder(conf, cluster.config_maps))
     cluster.feed(cache)
     scheduler = Scheduler(cache, conf)
     cycles = 0

@@ -52,7 +52,8 @@ class NodeInfo:
         self.accounted: dict[str, TaskStatus] = {}
         # bumped on every change; work shared between identical tasks is keyed on it
         self.generation = 0
-        # device registry key → per-node device state (deviceshare)
+        # device registry key → per-node device state (deviceshare): clone(), add_pod(task),
+        # remove_pod(task) (plugins/deviceshare/base.py · NodeDevices)
         self.devices: dict[str, Any] = {}
 
     @property
@@ -88,6 +89,10 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.accounted[task.uid] = status
+        if self.devices and status != TaskStatus.Releasing and status != TaskStatus.Pipelined:
+            # AddResource: the device ledger counts the pod from its device annotations
+            for d in self.devices.values():
+                d.add_pod(task)
         self.generation += 1
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -105,6 +110,9 @@ class NodeInfo:
         else:
             self.idle.add(req)
             self.used.sub(req)
+        if self.devices:
+            for d in self.devices.values():  # SubResource, by pod UID
+                d.remove_pod(t)
         self.generation += 1
 
     def update_task(self, task: TaskInfo) -> None:

@@ -148,5 +148,34 @@ def build_pod_spec(pod: Mapping[str, Any]) -> PodSpec:
         ps.nonzero_milli_cpu,
         ps.nonzero_memory,
         ps.owner_kinds,
+        _device_shape(meta, spec),
     )
     return ps
+
+
+# pod annotations device sharing reads (spec/devices.md §5.1); the PodGroup too when a spread policy names it
+_DEVICE_ANNOTATION_PREFIXES = ("volcano.sh/vgpu-", "nvidia.com/", "huawei.com/")
+_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+
+
+def _device_shape(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple:
+    """What device sharing reads from a pod that asks for extended resources: each container's
+    extended requests and limits (how they split over containers matters), the device
+    annotations and the labels (GPU exclusivity rules, Ascend labels).  Empty for other pods."""
+    per_container = []
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        items = tuple(
+            (kind, k, str(v)) for kind in ("limits", "requests") for k, v in sorted((res.get(kind) or {}).items())
+            if "/" in k
+        )
+        per_container.append(items)
+    if not any(per_container):
+        return ()
+    ann = meta.get("annotations") or {}
+    prefixes = _DEVICE_ANNOTATION_PREFIXES + (_GROUP_ANNOTATIONS if "volcano.sh/vgpu-podgroup-policy" in ann else ())
+    return (
+        tuple(per_container),
+        tuple(sorted((k, str(v)) for k, v in ann.items() if k.startswith(prefixes))),
+        tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
+    )

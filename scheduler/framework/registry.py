@@ -7,10 +7,12 @@ from .interface import Action, Plugin
 
 def plugin_classes() -> dict[str, type[Plugin]]:
     from ..plugins import binpack, conformance, drf, gang, nodeorder, overcommit, predicates, priority, proportion
+    from ..plugins.deviceshare import DeviceSharePlugin
 
     classes: list[type[Plugin]] = [
         binpack.BinpackPlugin,
         conformance.ConformancePlugin,
+        DeviceSharePlugin,
         drf.DrfPlugin,
         gang.GangPlugin,
         nodeorder.NodeOrderPlugin,

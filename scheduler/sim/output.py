@@ -50,7 +50,12 @@ def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
             "idle": info.idle.to_list(),
             "used": info.used.to_list(),
             "allocatable": info.allocatable.to_list(),
-            "devices": [],
+            "devices": [
+                {"kind": kind, "id": u.id, "type": u.type, "health": u.health,
+                 "memory_used": u.memory_used, "memory_total": u.memory_total, "cores_used": u.cores_used,
+                 "slots_used": u.slots_used, "slots_total": u.slots_total, "pods": u.pods}
+                for kind, d in info.devices.items() for u in d.describe()
+            ],
         }
     jobs = {}
     for key, job in cluster.jobs.items():
@@ -119,4 +124,10 @@ def table(doc: dict[str, Any]) -> str:
                    f"{used.get('memory', '0')}/{alloc.get('memory', '0')}",
                    f"{used.get('pods', '0')}/{alloc.get('pods', '0')}"])
     out += ["", "Nodes (used/allocatable):"] + _rows(["NODE", "CPU", "MEMORY", "PODS"], ns)
+    gpus = [[name, d["kind"], d["id"], d["type"], f"{d['memory_used']}/{d['memory_total']}", d["cores_used"],
+             f"{d['slots_used']}/{d['slots_total']}", ", ".join(d["pods"])]
+            for name, n in doc["nodes"].items() for d in n["devices"]]
+    if gpus:
+        out += ["", "Devices (used/total):"] + _rows(
+            ["NODE", "KIND", "DEVICE", "TYPE", "MEMORY MiB", "CORES %", "SLOTS", "PODS"], gpus)
     return "\n".join(out) + "\n"
