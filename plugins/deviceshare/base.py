@@ -24,7 +24,7 @@ class AllocateError(Exception):
 
 @dataclass(slots=True)
 class FilterResult:
-    """A failed ``FilterNode``: Volcano's code and reason (the reason may carry our detail)."""
+    """A failed ``FilterNode``: Volcano's code and reason."""
 
     code: StatusCode
     reason: str

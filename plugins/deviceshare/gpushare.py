@@ -155,10 +155,7 @@ class GpuShareDevices(NodeDevices):
     def filter(self, task: TaskInfo, req: GpuShareRequest, policy: str) -> FilterResult | None:
         if self.family.sharing:
             if not any(self._idle(pos) >= req.memory for pos in range(len(self.ids))):
-                detail = ", ".join(f"GPU {self.ids[p]} {self._idle(p)}MiB free" for p in range(len(self.ids)))
-                return FilterResult(StatusCode.Unschedulable,
-                                    f"GpuShare no enough gpu memory on node {self.name}"
-                                    f" ({detail or 'no healthy GPU'}; {req.memory}MiB requested)")
+                return FilterResult(StatusCode.Unschedulable, f"GpuShare no enough gpu memory on node {self.name}")
         if self.family.number:
             idle = sum(1 for p in self.pods if not p)
             if idle < req.number:

@@ -506,7 +506,6 @@ class VGPUDevices(NodeDevices):
                     err = "not enough gpu fitted on this node"
                     self._undo(uid, taken)
                     taken = []
-                    err += self._explain(req, c, reserved, uid)
                 break
             per_container.append(devs)
         if err is not None or not commit:
@@ -529,38 +528,6 @@ class VGPUDevices(NodeDevices):
                     e.device == d.index and (e.mem > 0 or e.cores > 0) for e in h.entries):
                 return True
         return False
-
-    def _explain(self, req: VGPURequest, c: ContainerRequest, reserved: set[int] | None, uid: str) -> str:
-        """Why each GPU was passed over, for the pending reason (not in Volcano's message)."""
-        why = []
-        for d in self.devices:
-            memreq = d.memory * c.pct // 100 if c.pct != PCT_UNSET else c.memreq
-            if (req.allow or req.deny) and (
-                    not d.uuid or (req.allow and d.uuid not in req.allow) or d.uuid in req.deny):
-                r = "excluded by vgpu-use/nouse-gpuuuid"
-            elif d.number <= d.used_num:
-                r = f"all {d.number} slots used"
-            elif reserved and d.index in reserved:
-                r = "reserved by a GPUExclusiveRules peer"
-            elif req.group and self._same_group(d, req.group, uid):
-                r = f"holds a pod of podgroup {req.group}"
-            elif d.memory - d.used_mem < memreq:
-                r = f"{d.memory - d.used_mem}MiB free < {memreq}MiB requested"
-            elif d.used_core + c.cores > 100:
-                r = f"cores {d.used_core}+{c.cores} > 100"
-            elif c.cores == 100 and d.used_num > 0:
-                r = "exclusive request (cores 100) on a shared GPU"
-            elif d.used_core == 100 and c.cores == 0:
-                r = "GPU at 100% cores"
-            elif not _type_allowed(req, d.type):
-                which = "use-gputype" if req.use_types is not None else "nouse-gputype"
-                r = f"type {d.type} excluded by {which}" if DEVICE_TYPE in d.type else f"type {d.type} is not NVIDIA"
-            elif self.mode == MIG and d.mig_template is not None:
-                r = f"no MIG instance fits {memreq}MiB"
-            else:
-                r = "fits, but too few GPUs fit"
-            why.append(f"{d.uuid} {r}")
-        return f" ({'; '.join(why)}; {c.nums} GPU(s) needed)" if why else ""
 
     # -- NodeDevices -----------------------------------------------------------------------------
 

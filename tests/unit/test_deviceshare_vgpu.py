@@ -110,8 +110,7 @@ def test_type_and_uuid_selection():
     nouse = pod("b", base, annotations={"nvidia.com/nouse-gputype": "T4,A100"})
     res = devs.filter(nouse, family.request(nouse), "")
     assert res.code == StatusCode.Unschedulable
-    assert res.reason.startswith("hami-vgpuDeviceSharing error: not enough gpu fitted on this node")
-    assert f"{A} type {A100} excluded by nouse-gputype" in res.reason
+    assert res.reason == "hami-vgpuDeviceSharing error: not enough gpu fitted on this node"
     # use-gputype wins over nouse-gputype
     both = pod("c", base, annotations={"nvidia.com/use-gputype": "A100", "nvidia.com/nouse-gputype": "A100"})
     assert devs.filter(both, family.request(both), "") is None
@@ -202,7 +201,7 @@ def test_mig_worked_example():
     assert fresh.allocate(p2, family.request(p2), "", 0)["volcano.sh/vgpu-ids-new"] == f"{A}[group2-1],NVIDIA,3000,0:"
     p3 = pod("p3", {"volcano.sh/vgpu-memory": 12000})
     res = fresh.filter(p3, family.request(p3), "")
-    assert res is not None and "no MIG instance fits 12000MiB" in res.reason
+    assert res is not None and res.reason == "hami-vgpuDeviceSharing error: not enough gpu fitted on this node"
     # in one session a third pod gets the next slot, not a duplicate (vcsched fixes E-8)
     p2b = pod("p2b", {"volcano.sh/vgpu-memory": 3000})
     assert fresh.allocate(p2b, family.request(p2b), "", 0)["volcano.sh/vgpu-ids-new"] == f"{A}[group2-2],NVIDIA,3000,0:"
@@ -243,7 +242,7 @@ def test_podgroup_spread_and_exclusivity_rules():
     g1 = devs.allocate(t1, family.request(t1), "binpack", 0)["volcano.sh/vgpu-ids-new"].split(",")[0]
     g2 = devs.allocate(t2, family.request(t2), "binpack", 0)["volcano.sh/vgpu-ids-new"].split(",")[0]
     assert g1 != g2
-    assert devs.filter(t3, family.request(t3), "binpack").reason.count("reserved by a GPUExclusiveRules peer") == 2
+    assert devs.filter(t3, family.request(t3), "binpack").reason == "hami-vgpuDeviceSharing error: not enough gpu fitted on this node"
     assert devs.filter(inf, family.request(inf), "binpack") is None
     with pytest.raises(AllocateError):
         devs.allocate(t3, family.request(t3), "binpack", 0)
