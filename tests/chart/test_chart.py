@@ -55,6 +55,8 @@ class Rendered:
         self.text = manifests
         self.docs: list[dict[str, Any]] = []
         for template, text in manifests.items():
+            if not template.endswith((".yaml", ".yml")):
+                continue  # NOTES.txt: printed, not applied (Helm installs only YAML templates)
             for doc in yaml.load_all(text, Loader=LOADER):  # every document must parse
                 if doc is None:
                     continue
@@ -226,6 +228,13 @@ def test_cluster_role_states_the_reason_for_each_rule(default):
     text = default.text["vcsched/templates/clusterrole.yaml"]
     for access in SCHEDULER_ACCESS:
         assert f"# {access.why}\n" in text, access
+
+
+def test_notes_name_the_conf_metrics_and_lease(chart):
+    notes = render(chart, name="prod", namespace="gpu-sched").text["vcsched/templates/NOTES.txt"]
+    assert "kubectl -n gpu-sched edit configmap volcano-scheduler-configmap" in notes
+    assert "svc/prod-vcsched-metrics 8080" in notes
+    assert "get lease vcsched" in notes
 
 
 def test_binding_gives_the_role_to_the_service_account(default):
