@@ -331,3 +331,4 @@ async def _first(a: asyncio.Task[Any], b: asyncio.Task[Any]) -> asyncio.Task[Any
         a.result()
         return a
     return b
+
