@@ -137,10 +137,19 @@ class Cache:
 
     # -- nodes ------------------------------------------------------------------------------
 
+    def set_device_builder(self, devices: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> None:
+        """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
+        self.devices = devices
+        for name, old in list(self.nodes.items()):
+            if old.node is not None:
+                self._build_node(old.node)
+
     def add_node(self, node: Mapping[str, Any]) -> None:
+        if self._newer("Node", node["metadata"]["name"], node):
+            self._build_node(node)
+
+    def _build_node(self, node: Mapping[str, Any]) -> None:
         name = node["metadata"]["name"]
-        if not self._newer("Node", name, node):
-            return
         info = node_info_from(node)
         if self.devices is not None:
             info.devices = self.devices(node)

@@ -1,4 +1,4 @@
-"""The ``vcsched`` command: ``simulate`` and ``bench``."""
+"""The ``vcsched`` command: ``simulate``, ``bench`` and ``run``."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ class BadInput(Exception):
     """User input the API server or Volcano would refuse: exit 2, one line."""
 
 
-def configure_logging(verbose: bool) -> None:
+def configure_logging(verbose: bool, level: str = "warning") -> None:
     renderer = structlog.dev.ConsoleRenderer(colors=False) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.WARNING),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
     )
 
@@ -111,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     from .bench import add_parser as add_bench
 
     add_bench(sub)
+    from .kube.command import add_parser as add_run
+
+    add_run(sub)
     args = parser.parse_args(argv)
-    configure_logging(args.verbose)
+    configure_logging(args.verbose, getattr(args, "log_level", "warning"))
     try:
         return args.run(args)
     except KeyboardInterrupt:

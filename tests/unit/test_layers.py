@@ -8,8 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = [ROOT / "scheduler" / "api", ROOT / "scheduler" / "framework", ROOT / "plugins", ROOT / "actions"]
-FORBIDDEN = ("kubernetes", "kopf", "vcsched.sim", "vcsched.cli", "vcsched.bench", "vcsched.cache", "vcsched.scheduler")
-RELATIVE_FORBIDDEN = ("sim", "cli", "bench", "cache", "scheduler")
+FORBIDDEN = ("kubernetes", "kopf", "aiohttp", "vcsched.kube", "vcsched.sim", "vcsched.cli", "vcsched.bench", "vcsched.cache", "vcsched.scheduler")
+RELATIVE_FORBIDDEN = ("kube", "sim", "cli", "bench", "cache", "scheduler")
 
 
 def imports(path: Path) -> list[str]:

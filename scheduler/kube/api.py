@@ -1,0 +1,155 @@
+"""One small API client over the official client's asyncio transport (``kubernetes.aio``).
+
+The official client brings the kubeconfig / in-cluster loading, TLS, bearer
+tokens with refresh and exec plugins, and its aiohttp connection pool.  We call
+it at its generic layer (``param_serialize`` + ``call_api``) with
+``_preload_content=False`` and keep plain JSON dicts: the cache consumes
+manifests, not generated models, and a Binding answers with a Status anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes.aio import client as kclient
+from kubernetes.aio import config as kconfig
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A resource the scheduler reads or writes: where it lives in the API."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+NODES = Kind("", "v1", "nodes", False)
+PODS = Kind("", "v1", "pods", True)
+CONFIGMAPS = Kind("", "v1", "configmaps", True)
+EVENTS = Kind("", "v1", "events", True)
+PRIORITY_CLASSES = Kind("scheduling.k8s.io", "v1", "priorityclasses", False)
+PODGROUPS = Kind("scheduling.volcano.sh", "v1beta1", "podgroups", True)
+QUEUES = Kind("scheduling.volcano.sh", "v1beta1", "queues", False)
+LEASES = Kind("coordination.k8s.io", "v1", "leases", True)
+
+
+class ApiError(Exception):
+    """An answer other than 2xx (``status``), or a transport failure (``status`` 0)."""
+
+    def __init__(self, status: int, reason: str, body: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {reason}".strip())
+        self.status = status
+        self.reason = reason
+        self.body = dict(body or {})
+
+    @property
+    def retriable(self) -> bool:
+        """429, 5xx and transport failures (timeouts, resets) are worth another try."""
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+
+async def load_configuration(kubeconfig: str | None) -> kclient.Configuration:
+    """``--kubeconfig`` if given; else in-cluster; else ``$KUBECONFIG`` or ~/.kube/config."""
+    cfg = kclient.Configuration()
+    if kubeconfig:
+        await kconfig.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        return cfg
+    try:
+        kconfig.load_incluster_config(client_configuration=cfg)
+        return cfg
+    except kconfig.ConfigException:
+        pass
+    path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    await kconfig.load_kube_config(config_file=path, client_configuration=cfg)
+    return cfg
+
+
+class KubeClient:
+    """JSON in, JSON out.  ``request`` raises ApiError; ``watch`` yields the stream's events."""
+
+    def __init__(self, configuration: kclient.Configuration, user_agent: str = "vcsched",
+                 request_timeout: float = 30.0) -> None:
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
+        self.api = kclient.ApiClient(configuration)
+        self.api.user_agent = user_agent
+        self.request_timeout = request_timeout
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+                    content_type: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        try:
+            _, url, headers, data, _ = await self.api.param_serialize(
+                method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"])
+            resp = await self.api.call_api(method, url, headers, data, _request_timeout=timeout,
+                                           _preload_content=False)
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ApiError(0, f"{type(e).__name__}: {e}") from None
+        return resp.response
+
+    async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                      content_type: str = "application/json", timeout: float | None = None) -> dict[str, Any]:
+        t = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
+        resp = await self._send(method, path, query, body, content_type, t)
+        try:
+            raw = await resp.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ApiError(0, f"{type(e).__name__}: {e}") from None
+        finally:
+            resp.release()
+        try:
+            doc = json.loads(raw) if raw else {}
+        except ValueError:
+            doc = {}
+        if resp.status >= 300:
+            raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
+        return doc if isinstance(doc, dict) else {}
+
+    async def watch(self, path: str, query: Mapping[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
+        """A watch stream: one event dict per line, until the server ends it or ``timeout`` of silence."""
+        t = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout)
+        resp = await self._send("GET", path, {**query, "watch": "true"}, None, "application/json", t)
+        try:
+            if resp.status >= 300:
+                raw = await resp.read()
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    doc = {}
+                raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
+            while True:
+                try:
+                    line = await resp.content.readline()
+                except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                    raise ApiError(0, f"{type(e).__name__}: {e}") from None
+                if not line:
+                    return
+                line = line.strip()
+                if line:
+                    yield json.loads(line)
+        finally:
+            resp.release()

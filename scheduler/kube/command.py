@@ -1,0 +1,65 @@
+"""``vcsched run``'s flags; the runtime (and the Kubernetes client) is imported only when it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("run", help="schedule pods on a Kubernetes cluster")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--scheduler-conf", help="a volcano-scheduler.conf file; overrides the ConfigMap")
+    p.add_argument("--scheduler-name", default="volcano", help="schedulerName to serve (default volcano)")
+    p.add_argument("--schedule-period", default="1s", help="pause between sessions (default 1s)")
+    p.add_argument("--listen", default=":8080", help="address for /metrics and /healthz (default :8080)")
+    p.add_argument("--leader-elect", action="store_true", help="run sessions only while holding the Lease")
+    p.add_argument("--lease-name", default="vcsched")
+    p.add_argument("--lease-namespace", default="volcano-system")
+    p.add_argument("--configmap-name", default="volcano-scheduler-configmap")
+    p.add_argument("--configmap-namespace", default="volcano-system")
+    p.set_defaults(run=run_command, log_level="info")
+
+
+def run_command(args: Any) -> int:
+    """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost, 2 on bad flags or conf."""
+    from .runtime import RunOptions, parse_duration, parse_listen
+
+    try:
+        period = parse_duration(args.schedule_period)
+        parse_listen(args.listen)
+    except ValueError as e:
+        print(f"vcsched run: {e}", file=sys.stderr)
+        return 2
+    options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, listen=args.listen,
+                         scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
+                         configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,
+                         lease_name=args.lease_name, lease_namespace=args.lease_namespace)
+
+    async def main() -> int:
+        from .api import KubeClient, load_configuration
+        from .runtime import ConfError2, Runtime
+
+        try:
+            cfg = await load_configuration(args.kubeconfig)
+        except Exception as e:  # the client's ConfigException, or a missing/bad file
+            print(f"vcsched run: no usable cluster configuration: {e}", file=sys.stderr)
+            return 2
+        client = KubeClient(cfg)
+        try:
+            try:
+                runtime = Runtime(client, options)
+            except ConfError2 as e:
+                print(f"vcsched run: {e}", file=sys.stderr)
+                return 2
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            return await runtime.run(stop)
+        finally:
+            await client.close()
+
+    return asyncio.run(main())

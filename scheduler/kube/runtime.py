@@ -1,0 +1,327 @@
+"""``vcsched run``: the scheduler against an API server (scheduler.go · Run).
+
+Wiring: reflectors (source) → CacheFeeder → Cache → Scheduler.run_once → KubeSink.
+The scheduler conf comes from the ConfigMap (hot reload, last good conf kept) or
+from ``--scheduler-conf``.  No session runs before every initial list is synced;
+with leader election only the leader runs sessions, and a leader that loses its
+Lease stops (exit 1, as Volcano's scheduler exits) so that its replacement
+container starts from a fresh list.  /metrics and /healthz are served on --listen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ..cache import Cache
+from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
+from ..plugins.deviceshare import device_builder
+from ..plugins.deviceshare.config import DeviceShareArgs
+from ..scheduler import Scheduler
+from .api import CONFIGMAPS, KubeClient
+from .leader import LeaderElector
+from .sink import KubeSink, Retry
+from .source import Backoff, CacheFeeder, Reflector, object_key
+
+log = structlog.get_logger("vcsched.kube")
+
+CONF_KEY = "volcano-scheduler.conf"
+
+@dataclass(slots=True)
+class RunOptions:
+    scheduler_name: str = "volcano"
+    schedule_period: float = 1.0
+    listen: str | None = ":8080"
+    scheduler_conf: str | None = None
+    configmap_name: str = "volcano-scheduler-configmap"
+    configmap_namespace: str = "volcano-system"
+    leader_elect: bool = False
+    lease_name: str = "vcsched"
+    lease_namespace: str = "volcano-system"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = ""
+    bind_workers: int = 32
+    retry: Retry | None = None
+    watch_backoff: tuple[float, float] = (0.2, 10.0)
+    watch_timeout: float = 300.0
+
+
+class ConfError2(Exception):
+    """``--scheduler-conf`` unreadable or invalid at start: exit 2."""
+
+
+def parse_duration(text: str) -> float:
+    """Go's time.ParseDuration for the units a period uses (``1s``, ``500ms``, ``1m30s``); plain numbers are seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {text!r}")
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host or "0.0.0.0", int(port)
+
+
+def device_configmap_keys(conf: SchedulerConfiguration) -> set[str]:
+    """The device ConfigMaps the conf's deviceshare plugin reads, as namespace/name."""
+    return {f"{args.cm_namespace}/{args.cm_name}"
+            for tier in conf.tiers for option in tier if option.name == "deviceshare"
+            for args in (DeviceShareArgs.parse(option.arguments),)}
+
+
+class ConfSource:
+    """The scheduler conf: the file if given, else the ConfigMap's key, else the built-in default.
+
+    A new text that does not parse is refused: a log line and a Warning event on
+    the ConfigMap; the last good conf stays in force.
+    """
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self.runtime = runtime
+        self.conf: SchedulerConfiguration = parse_conf(DEFAULT_SCHEDULER_CONF)
+        self.text: str | None = None
+        self.file_mtime: float | None = None
+        self.refused = 0
+
+    def load_file(self, path: str, initial: bool) -> None:
+        try:
+            st = os.stat(path)
+            if not initial and st.st_mtime == self.file_mtime:
+                return
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            if initial:
+                raise ConfError2(f"{path}: {e.strerror}") from None
+            log.error("scheduler conf unreadable; keeping the last good one", path=path, error=e.strerror)
+            return
+        self.file_mtime = st.st_mtime
+        try:
+            self._accept(text, path)
+        except ConfError as e:
+            if initial:
+                raise ConfError2(f"{path}: {e}") from None
+            self.refused += 1
+            log.error("scheduler conf refused; keeping the last good one", path=path, error=str(e))
+
+    # reflector handler for the scheduler ConfigMap
+    def upsert(self, obj: dict[str, Any]) -> None:
+        where = f"ConfigMap {object_key(obj)}: data[{CONF_KEY}]"
+        text = (obj.get("data") or {}).get(CONF_KEY)
+        try:
+            if text is None:
+                raise ConfError(f"no key {CONF_KEY}")
+            self._accept(text, where)
+        except ConfError as e:
+            self.refused += 1
+            log.error("scheduler conf refused; keeping the last good one", configmap=object_key(obj), error=str(e))
+            meta = obj.get("metadata") or {}
+            self.runtime.spawn(self.runtime.sink.events.record(
+                "ConfigMap", meta.get("namespace") or "", meta.get("name") or "", str(meta.get("uid") or ""),
+                "Warning", "InvalidSchedulerConf", f"{where}: {e}; the last good configuration stays in force"))
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        log.warning("scheduler ConfigMap deleted; keeping the configuration in force", configmap=object_key(obj))
+
+    def _accept(self, text: str, where: str) -> None:
+        if text == self.text:
+            return
+        conf = parse_conf(text)
+        self.conf, self.text = conf, text
+        self.runtime.scheduler.conf = conf  # takes effect from the next session
+        log.info("scheduler conf loaded", source=where, actions=list(conf.actions))
+        self.runtime.conf_changed()
+
+
+class _ConfigMapStore:
+    """Reflector handler for one device ConfigMap: kept by namespace/name for the deviceshare config."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self.runtime = runtime
+
+    def upsert(self, obj: dict[str, Any]) -> None:
+        self.runtime.config_maps[object_key(obj)] = obj
+        self.runtime.conf_changed()
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        self.runtime.config_maps.pop(object_key(obj), None)
+        self.runtime.conf_changed()
+
+
+class LeadershipLost(Exception):
+    pass
+
+
+class Runtime:
+    def __init__(self, client: KubeClient, options: RunOptions) -> None:
+        self.client = client
+        self.options = options
+        self.cache = Cache((options.scheduler_name,))
+        self.feeder = CacheFeeder(self.cache)
+        self.conf_source = ConfSource(self)
+        self.scheduler = Scheduler(self.cache, self.conf_source.conf)
+        self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name,
+                             bind_workers=options.bind_workers, retry=options.retry)
+        self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
+        self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, self.identity,
+                                         lease_duration=options.lease_duration,
+                                         renew_deadline=options.renew_deadline, retry_period=options.retry_period)
+        self.reflectors: list[Reflector] = []
+        self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.synced = asyncio.Event()
+        self.sessions = 0
+        self.http_port: int | None = None
+        self._runner: web.AppRunner | None = None
+        if options.scheduler_conf:
+            self.conf_source.load_file(options.scheduler_conf, initial=True)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _reflector(self, kind, handler, **kw: Any) -> Reflector:  # type: ignore[no-untyped-def]
+        base, cap = self.options.watch_backoff
+        return Reflector(self.client, kind, handler, backoff=Backoff(base, cap),
+                         watch_timeout=self.options.watch_timeout, **kw)
+
+    def conf_changed(self) -> None:
+        """The conf or a device ConfigMap changed: watch the device ConfigMaps the conf names now,
+        and re-read every node's devices with the new configuration."""
+        self.cache.set_device_builder(device_builder(self.scheduler.conf, self.config_maps))
+        want = device_configmap_keys(self.scheduler.conf)
+        for key in [k for k in self._device_watches if k not in want]:
+            _, task = self._device_watches.pop(key)
+            task.cancel()
+            self.config_maps.pop(key, None)
+        for key in want - self._device_watches.keys():
+            ns, name = key.split("/", 1)
+            r = self._reflector(CONFIGMAPS, _ConfigMapStore(self), namespace=ns, field_selector=f"metadata.name={name}")
+            self._device_watches[key] = (r, self.spawn(r.run()))
+
+    # -- http -----------------------------------------------------------------------------------
+
+    async def _start_http(self) -> None:
+        if not self.options.listen:
+            return
+        registry = self.scheduler.metrics.registry
+
+        async def metrics(_: web.Request) -> web.Response:
+            return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        async def healthz(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        app.router.add_get("/healthz", healthz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        host, port = parse_listen(self.options.listen)
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        self.http_port = self._runner.addresses[0][1]
+        log.info("serving /metrics and /healthz", listen=f"{host}:{self.http_port}")
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def start_source(self) -> None:
+        o = self.options
+        self.reflectors = [self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()]
+        if not o.scheduler_conf:
+            self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
+                                                   field_selector=f"metadata.name={o.configmap_name}"))
+        for r in self.reflectors:
+            self.spawn(r.run())
+        self.conf_changed()
+        await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
+        await asyncio.gather(*(r.synced.wait() for r, _ in self._device_watches.values()))
+        self.synced.set()
+        log.info("caches synced", nodes=len(self.cache.nodes), pods=len(self.cache.tasks),
+                 jobs=len(self.cache.jobs), queues=len(self.cache.queues))
+
+    async def run_session(self) -> None:
+        if self.options.scheduler_conf:
+            self.conf_source.load_file(self.options.scheduler_conf, initial=False)
+        effects = self.scheduler.run_once()
+        self.sessions += 1
+        await self.sink.apply(effects)
+
+    async def run(self, stop: asyncio.Event | None = None) -> int:
+        """Serve until ``stop`` is set (0) or leadership is lost (1)."""
+        stop = stop or asyncio.Event()
+        stopping = self.spawn(stop.wait())
+        try:
+            await self._start_http()
+            if await _first(self.spawn(self.start_source()), stopping) is stopping:
+                return 0
+            if self.elector is not None:
+                self.spawn(self.elector.run())
+                log.info("waiting for leadership", lease=f"{self.options.lease_namespace}/{self.options.lease_name}",
+                         identity=self.identity)
+                if await _first(self.spawn(self.elector.leading.wait()), stopping) is stopping:
+                    return 0
+            while not stop.is_set():
+                if self.elector is not None and self.elector.lost.is_set():
+                    raise LeadershipLost()
+                try:
+                    await self.run_session()
+                except Exception:
+                    log.exception("session failed")
+                sleep = self.spawn(asyncio.sleep(self.options.schedule_period))
+                lost = self.spawn(self.elector.lost.wait()) if self.elector is not None else None
+                await asyncio.wait([t for t in (sleep, stopping, lost) if t is not None],
+                                   return_when=asyncio.FIRST_COMPLETED)
+                sleep.cancel()
+                if lost is not None:
+                    lost.cancel()
+            return 0
+        except LeadershipLost:
+            log.error("leadership lost; stopping")
+            return 1
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        await self.sink.cancel()
+        if self.elector is not None:
+            await self.elector.release()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+async def _first(a: asyncio.Task[Any], b: asyncio.Task[Any]) -> asyncio.Task[Any]:
+    done, _ = await asyncio.wait([a, b], return_when=asyncio.FIRST_COMPLETED)
+    if a in done:
+        a.result()
+        return a
+    return b
+

@@ -1,0 +1,260 @@
+"""The Kubernetes source: list + watch per resource (client-go's reflector), feeding the cache.
+
+Why not kopf's watching here: the cache needs to know when each initial list is
+complete (no session before sync), and a relist after ``410 Gone`` must delete
+what vanished while the stream was down.  kopf's event handlers give neither, so
+each resource gets a small reflector:
+
+- list (paged), replace the store (objects missing from the list are deleted),
+  then watch from the list's resourceVersion with bookmarks;
+- a stream that ends or breaks resumes from the last resourceVersion seen, after
+  a backoff when it broke; ``410 Gone`` (as an HTTP status or an ERROR event)
+  relists;
+- an event older than what the store holds for that object is dropped (a replay),
+  and the cache itself refuses older resourceVersions as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from ..cache import Cache
+from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind
+
+log = structlog.get_logger("vcsched.kube.source")
+
+LIST_PAGE = 500
+
+
+class Handler(Protocol):
+    def upsert(self, obj: dict[str, Any]) -> None: ...
+
+    def delete(self, obj: dict[str, Any]) -> None: ...
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _rv(obj: Mapping[str, Any]) -> int | None:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Exponential backoff with jitter, reset after a success."""
+
+    base: float = 0.2
+    cap: float = 10.0
+    attempt: int = 0
+
+    def next(self) -> float:
+        delay = min(self.cap, self.base * (2 ** self.attempt))
+        self.attempt += 1
+        return delay * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class Reflector:
+    """Keeps ``store`` equal to the API's view of one resource and tells ``handler`` every change."""
+
+    def __init__(self, client: KubeClient, kind: Kind, handler: Handler, *, namespace: str | None = None,
+                 field_selector: str | None = None, watch_timeout: float = 300.0,
+                 backoff: Backoff | None = None) -> None:
+        self.client = client
+        self.kind = kind
+        self.handler = handler
+        self.namespace = namespace
+        self.field_selector = field_selector
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff or Backoff()
+        self.store: dict[str, dict[str, Any]] = {}
+        self.resource_version: str | None = None
+        self.synced = asyncio.Event()
+        self.log = log.bind(resource=kind.plural, namespace=namespace, field_selector=field_selector)
+
+    async def run(self) -> None:
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                    self.backoff.reset()
+                await self._watch()
+                # the server ended the stream (its timeout): resume at once from where we are
+            except ApiError as e:
+                if e.status == 410:
+                    self.log.info("watch expired, relisting", error=str(e))
+                    need_list = True
+                    continue
+                delay = self.backoff.next()
+                self.log.warning("list/watch failed, retrying", error=str(e), retry_in=round(delay, 3))
+                await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        path = self.kind.path(self.namespace)
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            doc = await self.client.request("GET", path, query={
+                "limit": LIST_PAGE, "continue": cont, "fieldSelector": self.field_selector})
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None:
+                break
+        self._replace(items)
+        self.resource_version = meta.get("resourceVersion") or None
+        self.synced.set()
+        self.log.debug("listed", count=len(items), resource_version=self.resource_version)
+
+    def _replace(self, items: list[dict[str, Any]]) -> None:
+        fresh = {object_key(obj): obj for obj in items}
+        for key in [k for k in self.store if k not in fresh]:
+            self.handler.delete(self.store.pop(key))
+        for key, obj in fresh.items():
+            self._upsert(key, obj)
+
+    def _upsert(self, key: str, obj: dict[str, Any]) -> bool:
+        old = self.store.get(key)
+        if old is not None:
+            old_rv, new_rv = _rv(old), _rv(obj)
+            if old_rv is not None and new_rv is not None and new_rv <= old_rv:
+                return False  # a replay of what we hold, or older
+        self.store[key] = obj
+        self.handler.upsert(obj)
+        return True
+
+    async def _watch(self) -> None:
+        query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": int(self.watch_timeout), "fieldSelector": self.field_selector}
+        # a silent stream longer than the server's own timeout is a dead connection
+        async for event in self.client.watch(self.kind.path(self.namespace), query, self.watch_timeout + 30):
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or ""), obj)
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind == "BOOKMARK":
+                self.resource_version = rv or self.resource_version
+                continue
+            key = object_key(obj)
+            if kind in ("ADDED", "MODIFIED"):
+                self._upsert(key, obj)
+            elif kind == "DELETED":
+                old = self.store.get(key)
+                if old is not None and (_rv(obj) is None or _rv(old) is None or _rv(obj) >= _rv(old)):
+                    del self.store[key]
+                    self.handler.delete(obj)
+            if rv:
+                self.resource_version = rv
+            self.backoff.reset()
+
+
+@dataclass(slots=True)
+class Assumed:
+    """A pod dispatched to a node whose binding the API has not confirmed yet (kube-scheduler's assume)."""
+
+    node: str
+    annotations: dict[str, str]
+
+
+class CacheFeeder:
+    """Turns reflector events into cache calls, and keeps dispatched pods on their node until confirmed.
+
+    A pod is assumed on its node from the moment its Bind effect is dispatched.
+    Until a watch event shows it with ``spec.nodeName`` (or the bind fails), any
+    newer version of the pod (its own status patch, say) is fed to the cache with
+    the assumed node and annotations laid over it, so no later session places it
+    twice and its devices stay taken.
+    """
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.pods: dict[str, dict[str, Any]] = {}  # uid → the latest manifest from the API
+        self.pod_uids: dict[str, str] = {}  # ns/name → uid
+        self.assumed: dict[str, Assumed] = {}
+
+    # -- pods ------------------------------------------------------------------------
+
+    def _feed_pod(self, obj: dict[str, Any]) -> None:
+        uid = obj["metadata"].get("uid") or object_key(obj)
+        a = self.assumed.get(uid)
+        if a is not None:
+            if (obj.get("spec") or {}).get("nodeName") or (obj["metadata"].get("deletionTimestamp")):
+                del self.assumed[uid]
+            else:
+                obj = with_binding(obj, a.node, a.annotations)
+        self.cache.update_pod(obj)
+
+    def pod(self, obj: dict[str, Any]) -> None:
+        uid = obj["metadata"].get("uid") or object_key(obj)
+        self.pods[uid] = obj
+        self.pod_uids[object_key(obj)] = uid
+        self._feed_pod(obj)
+
+    def pod_deleted(self, obj: dict[str, Any]) -> None:
+        uid = obj["metadata"].get("uid") or object_key(obj)
+        self.pods.pop(uid, None)
+        if self.pod_uids.get(object_key(obj)) == uid:
+            del self.pod_uids[object_key(obj)]
+        self.assumed.pop(uid, None)
+        self.cache.delete_pod(uid)
+
+    def assume(self, uid: str, node: str, annotations: dict[str, str]) -> None:
+        """The pod is being bound: account it on ``node`` with its annotations (devices) right away."""
+        obj = self.pods.get(uid)
+        if obj is None:
+            return
+        self.assumed[uid] = Assumed(node, dict(annotations))
+        self.cache.update_pod(with_binding(obj, node, annotations))
+
+    def forget(self, uid: str) -> None:
+        """The bind failed: the pod is pending again in the cache, its resources and devices free."""
+        if self.assumed.pop(uid, None) is not None and uid in self.pods:
+            self.cache.update_pod(self.pods[uid])
+
+    def uid_of(self, namespace: str, name: str) -> str | None:
+        return self.pod_uids.get(f"{namespace}/{name}")
+
+    # -- the reflectors' handlers --------------------------------------------------------
+
+    def handlers(self) -> dict[Kind, Handler]:
+        c = self.cache
+        return {
+            NODES: _Fn(c.update_node, lambda o: c.delete_node(o["metadata"]["name"])),
+            PODS: _Fn(self.pod, self.pod_deleted),
+            PODGROUPS: _Fn(c.update_podgroup, lambda o: c.delete_podgroup(object_key(o))),
+            QUEUES: _Fn(c.update_queue, lambda o: c.delete_queue(o["metadata"]["name"])),
+            PRIORITY_CLASSES: _Fn(c.add_priority_class, lambda o: c.delete_priority_class(o["metadata"]["name"])),
+        }
+
+
+class _Fn:
+    __slots__ = ("upsert", "delete")
+
+    def __init__(self, upsert, delete) -> None:  # type: ignore[no-untyped-def]
+        self.upsert = upsert
+        self.delete = delete
+
+
+def with_binding(pod: Mapping[str, Any], node: str, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """``pod`` as the API server will store it after the Binding: on ``node``, annotations merged."""
+    meta = dict(pod.get("metadata") or {})
+    if annotations:
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+    return {**pod, "metadata": meta, "spec": {**(pod.get("spec") or {}), "nodeName": node}}

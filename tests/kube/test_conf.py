@@ -1,0 +1,76 @@
+"""The scheduler ConfigMap: hot reload, and a broken edit refused with the last good conf kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import cluster, conf_map, eventually, pod, podgroup
+
+pytestmark = pytest.mark.asyncio
+
+ALLOCATE = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: predicates
+  - name: proportion
+"""
+ENQUEUE_ONLY = ALLOCATE.replace('"enqueue, allocate"', '"enqueue"')
+
+
+async def test_configmap_edit_takes_effect_and_a_broken_edit_is_refused(api, start):
+    cluster(api)
+    api.put(conf_map(ENQUEUE_ONLY))
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    rt = await start()
+    await eventually(lambda: rt.sessions >= 3, "a few sessions")
+    assert rt.scheduler.conf.actions == ["enqueue"]
+    assert not api.bindings  # enqueue alone binds nothing
+    # a broken edit: refused, an Event on the ConfigMap, the last good conf stays
+    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
+               {"data": {"volcano-scheduler.conf": "actions: [oops"}})
+    await eventually(lambda: rt.conf_source.refused == 1, "broken conf refused")
+    assert rt.scheduler.conf.actions == ["enqueue"]
+    await eventually(lambda: any(e["reason"] == "InvalidSchedulerConf" for e in api.all("", "events")), "event")
+    ev = next(e for e in api.all("", "events") if e["reason"] == "InvalidSchedulerConf")
+    assert ev["involvedObject"]["kind"] == "ConfigMap" and ev["type"] == "Warning"
+    assert ev["involvedObject"]["name"] == "volcano-scheduler-configmap"
+    assert "data[volcano-scheduler.conf]" in ev["message"]
+    # an unknown action is refused too, naming the field
+    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
+               {"data": {"volcano-scheduler.conf": 'actions: "enqueue, teleport"'}})
+    await eventually(lambda: rt.conf_source.refused == 2, "unknown action refused")
+    assert rt.scheduler.conf.actions == ["enqueue"]
+    # a good edit: takes effect without a restart, the pod gets bound
+    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
+               {"data": {"volcano-scheduler.conf": ALLOCATE}})
+    await eventually(lambda: api.bindings, "pod bound after the reload")
+    assert rt.scheduler.conf.actions == ["enqueue", "allocate"]
+
+
+async def test_scheduler_conf_file_overrides_the_configmap(api, start, tmp_path):
+    cluster(api)
+    api.put(conf_map(ALLOCATE))
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    path = tmp_path / "scheduler.conf"
+    path.write_text(ENQUEUE_ONLY)
+    rt = await start(scheduler_conf=str(path))
+    await eventually(lambda: rt.sessions >= 3, "a few sessions")
+    assert rt.scheduler.conf.actions == ["enqueue"] and not api.bindings
+    assert not any(r.resource is not None and r.resource.plural == "configmaps" for r in api.requests)
+
+
+def test_a_broken_conf_file_is_refused_at_start(tmp_path):
+    from kubernetes.aio import client as kclient
+
+    from vcsched.kube.api import KubeClient
+    from vcsched.kube.runtime import ConfError2, RunOptions, Runtime
+
+    path = tmp_path / "scheduler.conf"
+    path.write_text('actions: "allocate"\ntiers: [{plugins: [{name: nosuch}]}]')
+    with pytest.raises(ConfError2, match="scheduler.conf"):
+        Runtime(KubeClient(kclient.Configuration(host="http://127.0.0.1:1")), RunOptions(scheduler_conf=str(path)))

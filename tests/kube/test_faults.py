@@ -1,0 +1,138 @@
+"""Faults real clusters have: conflicts, 5xx, timeouts, dropped watches, expired resourceVersions."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import cluster, eventually, node, pod, podgroup
+
+pytestmark = pytest.mark.asyncio
+
+
+def is_bind(r) -> bool:
+    return r.subresource == "binding"
+
+
+def bind_posts(api, name=None):
+    return [r for r in api.requests if is_bind(r) and (name is None or r.name == name)]
+
+
+async def test_409_on_bind_means_bound_elsewhere_no_second_bind(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    p = api.put(pod("p1", "pg1"))
+    # someone else binds p1 between our list and our bind: the API answers 409
+    api.fail(lambda r: is_bind(r), status=409)
+    rt = await start()
+    await eventually(lambda: bind_posts(api), "a bind attempt")
+    await eventually(lambda: p["metadata"]["uid"] not in rt.feeder.assumed, "resynced")
+    # let sessions run: the pod is not bound a second time
+    api.update("", "pods", "default", "p1", {"spec": {"nodeName": "n0"}})
+    n = rt.sessions
+    await eventually(lambda: rt.sessions >= n + 5, "more sessions")
+    assert len(bind_posts(api)) == 1
+    assert rt.sink.bind_failures == 0
+
+
+async def test_500s_and_timeouts_on_bind_are_retried_and_bind_once(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    api.put(pod("p2", "pg1"))
+    api.fail(lambda r: is_bind(r) and r.name == "p1", status=500, times=2)
+    api.fail(lambda r: is_bind(r) and r.name == "p1", status=429, times=1)
+    # p2's first bind is held past the client timeout and then applied (a lost reply): the retry gets 409
+    api.fail(lambda r: is_bind(r) and r.name == "p2", delay=0.6, times=1)
+    rt = await start(timeout=0.3)
+    await eventually(lambda: len(api.bindings) == 2, "both bound")
+    assert [b[1] for b in api.bindings].count("p1") == 1 and [b[1] for b in api.bindings].count("p2") == 1
+    assert len(bind_posts(api, "p1")) == 4
+    await eventually(lambda: not rt.feeder.assumed, "assumptions settled")
+    n = rt.sessions
+    await eventually(lambda: rt.sessions >= n + 3, "more sessions")
+    assert len(api.bindings) == 2 and rt.sink.bind_failures == 0
+
+
+async def test_a_failed_bind_puts_the_task_back_to_pending(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    p = api.put(pod("p1", "pg1"))
+    api.fail(lambda r: is_bind(r), status=500, times=4)  # every attempt of the first bind
+    rt = await start()
+    await eventually(lambda: rt.sink.bind_failures == 1, "bind given up")
+    # the condition and event Volcano writes on a bind failure
+    await eventually(lambda: any(e["reason"] == "FailedScheduling" and "failed to bind to node n0" in e["message"]
+                                 for e in api.all("", "events")), "FailedScheduling")
+    # a later session binds it: the task was pending again, its resources free
+    await eventually(lambda: api.bindings, "bound on a later session")
+    assert api.get("", "pods", "default", "p1")["spec"]["nodeName"] == "n0"
+    assert rt.cache.tasks[p["metadata"]["uid"]].node_name == "n0"
+
+
+async def test_status_patch_conflict_is_reread_and_retried(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    api.fail(lambda r: r.resource is not None and r.resource.plural == "podgroups" and r.method.value == "PATCH",
+             status=409, times=1)
+    await start()
+    await eventually(lambda: (api.get("scheduling.volcano.sh", "podgroups", "default", "pg1").get("status") or {})
+                     .get("phase") == "Running", "podgroup Running")
+
+
+async def test_a_dropped_watch_resumes_without_losing_or_replaying(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    rt = await start()
+    await eventually(lambda: rt.synced.is_set(), "synced")
+    lists_before = len([r for r in api.requests if r.method.value == "GET" and r.name is None
+                        and r.params.get("watch") is None])
+    # watches drop; while they are down, a pod arrives, a node is added and one deleted
+    api.fail(lambda r: r.params.get("watch") == "true", status=503, times=3)
+    api.drop_watches()
+    api.put(pod("p1", "pg1"))
+    api.put(node("n9"))
+    api.remove("", "nodes", "", "n0")
+    await eventually(lambda: api.bindings, "p1 bound after the watches resumed")
+    assert api.bindings == [("default", "p1", "n9")]
+    assert set(rt.cache.nodes) == {"n9"}
+    # resumed from the last resourceVersion: no relist, each event applied once
+    lists_after = len([r for r in api.requests if r.method.value == "GET" and r.name is None
+                       and r.params.get("watch") is None])
+    assert lists_after == lists_before
+    resumed = [r for r in api.requests if r.params.get("watch") == "true" and r.resource.plural == "pods"]
+    assert all(r.params.get("resourceVersion") for r in resumed)
+
+
+async def test_410_gone_relists_and_deletes_what_vanished(api, start):
+    cluster(api, nodes=2)
+    api.put(podgroup("pg1"))
+    rt = await start()
+    await eventually(lambda: rt.synced.is_set(), "synced")
+    # the history is compacted while the watches are down: resuming gets 410, the reflectors relist
+    api.fail(lambda r: r.params.get("watch") == "true", status=503, times=6)
+    api.drop_watches()
+    api.remove("", "nodes", "", "n1")
+    api.put(pod("p1", "pg1"))
+    api.compact()
+    await eventually(lambda: api.bindings, "p1 bound after the relist")
+    assert set(rt.cache.nodes) == {"n0"}  # the relist deleted n1, whose DELETED event was lost
+    assert api.bindings == [("default", "p1", "n0")]
+    node_lists = [r for r in api.requests if r.resource is not None and r.resource.plural == "nodes"
+                  and r.method.value == "GET" and r.params.get("watch") is None]
+    assert len(node_lists) == 2
+
+
+async def test_restart_rebuilds_the_cache_from_bound_pods_annotations(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    ann = {"volcano.sh/vgpu-ids-new": "GPU-0,NVIDIA,1024,30:;"}
+    p = api.put(pod("p0", "pg1", cpu="3", annotations=ann, node_name="n0"))
+    api.put(pod("p1", "pg1", cpu="2"))
+    rt = await start()
+    await eventually(lambda: rt.sessions >= 3, "sessions")
+    # n0 has 4 cpu, 3 used by the bound pod known from the list: p1 cannot fit
+    assert not api.bindings
+    task = rt.cache.tasks[p["metadata"]["uid"]]
+    assert task.node_name == "n0" and task.pod["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == ann[
+        "volcano.sh/vgpu-ids-new"]
