@@ -219,3 +219,27 @@ def test_bad_priorities_exit_2_naming_the_field(simulate, manifests, expected):
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
     assert expected in err
+
+
+def test_a_vgpu_pod_preempts_a_lower_priority_vgpu_pod_on_a_full_gpu(simulate):
+    from .test_deviceshare import A100, gpu_node, ids, mem, vgpu_pod
+
+    preempt_conf = CONF.replace("  - name: binpack\n", """  - name: binpack
+  - name: deviceshare
+    arguments: {deviceshare.VGPUEnable: true}
+""")
+    low = {"volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,30000,0:", "scheduling.k8s.io/group-name": "low"}
+    # the GPU has room for another pod but not for 20000 MiB more: only the eviction makes room
+    manifests = (CLASSES + gpu_node("n1", [("GPU-a", 10, 40960, A100)])
+                 + podgroup("low", 1, extra=pc("low"))
+                 + vgpu_pod("low-0", mem(30000, 1), annotations=low, node_name="n1")
+                 .replace("spec:\n", "spec:\n" + pc("low") + "\n", 1)
+                 + podgroup("high", 1, extra=pc("high"))
+                 + vgpu_pod("high-0", mem(20000, 1), group="high").replace("spec:\n", "spec:\n" + pc("high") + "\n", 1))
+    code, out = simulate(manifests, conf=preempt_conf)
+    assert code == 0, out
+    assert out["evicted"] == ["default/low-0"]
+    assert out["pods"]["default/high-0"]["node"] == "n1"
+    assert ids(out, "high-0") == "GPU-a,NVIDIA,20000,0:"
+    (gpu,) = out["nodes"]["n1"]["devices"]
+    assert gpu["pods"] == ["default/high-0"]
