@@ -188,6 +188,7 @@ class Runtime:
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
         self.reflectors: list[Reflector] = []
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
+        self._elector_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.synced = asyncio.Event()
         self.sessions = 0
@@ -280,7 +281,7 @@ class Runtime:
             if await _first(self.spawn(self.start_source()), stopping) is stopping:
                 return 0
             if self.elector is not None:
-                self.spawn(self.elector.run())
+                self._elector_task = self.spawn(self.elector.run())
                 log.info("waiting for leadership", lease=f"{self.options.lease_namespace}/{self.options.lease_name}",
                          identity=self.identity)
                 if await _first(self.spawn(self.elector.leading.wait()), stopping) is stopping:
@@ -309,6 +310,10 @@ class Runtime:
     async def shutdown(self) -> None:
         await self.sink.cancel()
         if self.elector is not None:
+            # stop renewing first: a renewal racing the release would make it fail with 409
+            if self._elector_task is not None:
+                self._elector_task.cancel()
+                await asyncio.gather(self._elector_task, return_exceptions=True)
             await self.elector.release()
         for t in list(self._tasks):
             t.cancel()
