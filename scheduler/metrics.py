@@ -9,9 +9,13 @@ to 0, not deleted, as Volcano does.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from .api.resource import Resource
@@ -81,18 +85,9 @@ class Metrics:
             "e2e_job_scheduling_latency_milliseconds", "E2e job scheduling latency in milliseconds",
             namespace=ns, buckets=_buckets(100, 120000, 30), registry=r,
         )
-        job_labels = ["job_name", "queue", "job_namespace"]
-        self.job_duration = Gauge("e2e_job_scheduling_duration", "E2E job scheduling duration",
-                                  job_labels, namespace=ns, registry=r)
-        self.job_start = Gauge("e2e_job_scheduling_start_time", "E2E job scheduling start time",
-                               job_labels, namespace=ns, registry=r)
-        self.job_last = Gauge("e2e_job_scheduling_last_time", "E2E job scheduling last time",
-                              job_labels, namespace=ns, registry=r)
-        self.job_share = Gauge("job_share", "Share for one job", ["job_ns", "job_id"], namespace=ns, registry=r)
-        self.job_retries = Counter("job_retry_counts", "Number of retry counts for one job", ["job_id"],
-                                   namespace=ns, registry=r)
-        self.unschedulable_tasks = Gauge("unschedule_task_count", "Number of tasks could not be scheduled",
-                                         ["job_id"], namespace=ns, registry=r)
+        # per-job series: plain records, turned into samples only when scraped
+        self.jobs = _JobCollector()
+        r.register(self.jobs)
         self.unschedulable_jobs = Gauge("unschedule_job_count", "Number of jobs could not be scheduled",
                                         namespace=ns, registry=r)
         self.preemption_victims = Gauge("pod_preemption_victims", "Number of selected preemption victims",
@@ -111,7 +106,6 @@ class Metrics:
         self.queue_weight = Gauge("queue_weight", "Weight for one queue", ["queue_name"], namespace=ns, registry=r)
         self.queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"],
                                     namespace=ns, registry=r)
-        self._jobs: dict[str, tuple[str, str, str]] = {}  # job uid → (name, queue, namespace) published
         self._queues: set[str] = set()
 
     # -- the loop's own timings -------------------------------------------------------------
@@ -145,40 +139,29 @@ class Metrics:
 
     def _publish_jobs(self, ssn: Session) -> None:
         stats = ssn.stats
+        records = self.jobs.records
         for uid, job in ssn.jobs.items():
-            labels = (job.name, job.queue, job.namespace)
-            if self._jobs.get(uid) != labels:
-                self._forget_job(uid)
-                self._jobs[uid] = labels
-                self.job_start.labels(*labels).set(job.creation_timestamp)
+            rec = records.get(uid)
+            if rec is None or rec.name != job.name or rec.queue != job.queue or rec.namespace != job.namespace:
+                rec = records[uid] = _JobRecord(job.name, job.queue, job.namespace, job.creation_timestamp)
             placed = stats.job_placements.get(uid, 0)
             if placed:
-                duration_ms = max(0.0, ssn.now - job.creation_timestamp) * 1000
-                self.job_duration.labels(*labels).set(duration_ms)
-                self.job_last.labels(*labels).set(ssn.now)
+                rec.duration_ms = max(0.0, ssn.now - job.creation_timestamp) * 1000
+                rec.last_time = ssn.now
                 for _ in range(placed):
-                    self.job_latency.observe(duration_ms)
-            if uid in stats.job_shares:
-                self.job_share.labels(job.namespace, job.name).set(stats.job_shares[uid])
-            if uid in stats.unschedulable_tasks:
-                self.unschedulable_tasks.labels(job.name).set(stats.unschedulable_tasks[uid])
+                    self.job_latency.observe(rec.duration_ms)
+            share = stats.job_shares.get(uid)
+            if share is not None:
+                rec.share = share
+            unready = stats.unschedulable_tasks.get(uid)
+            if unready is not None:
+                rec.unschedulable_tasks = unready
         for uid in stats.job_retries:
-            job = ssn.jobs.get(uid)
-            if job is not None:
-                self.job_retries.labels(job.name).inc()
-        for uid in [u for u in self._jobs if u not in ssn.jobs]:
-            self._forget_job(uid)
-
-    def _forget_job(self, uid: str) -> None:
-        labels = self._jobs.pop(uid, None)
-        if labels is None:
-            return
-        name, _, namespace = labels
-        for gauge in (self.job_duration, self.job_start, self.job_last):
-            _remove(gauge, *labels)
-        _remove(self.job_share, namespace, name)
-        _remove(self.job_retries, name)
-        _remove(self.unschedulable_tasks, name)
+            rec = records.get(uid)
+            if rec is not None:
+                rec.retries += 1
+        for uid in [u for u in records if u not in ssn.jobs]:
+            del records[uid]
 
     def _publish_queues(self, ssn: Session) -> None:
         stats = ssn.stats
@@ -201,6 +184,57 @@ class Metrics:
                 series.remove(name)
             for gauge in (self.queue_share, self.queue_weight, self.queue_overused):
                 _remove(gauge, name)
+
+
+@dataclass(slots=True)
+class _JobRecord:
+    name: str
+    queue: str
+    namespace: str
+    start_time: float
+    duration_ms: float | None = None
+    last_time: float | None = None
+    share: float | None = None
+    unschedulable_tasks: int | None = None
+    retries: int = 0
+
+
+class _JobCollector(Collector):
+    """Volcano's per-job series, made from one record per job at scrape time.
+
+    A session only updates plain records (thousands of jobs would otherwise cost a
+    labelled-child lookup each); a job's series disappear with its record.
+    """
+
+    def __init__(self) -> None:
+        self.records: dict[str, _JobRecord] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        job_labels = ["job_name", "queue", "job_namespace"]
+        duration = GaugeMetricFamily(f"{NAMESPACE}_e2e_job_scheduling_duration", "E2E job scheduling duration",
+                                     labels=job_labels)
+        start = GaugeMetricFamily(f"{NAMESPACE}_e2e_job_scheduling_start_time", "E2E job scheduling start time",
+                                  labels=job_labels)
+        last = GaugeMetricFamily(f"{NAMESPACE}_e2e_job_scheduling_last_time", "E2E job scheduling last time",
+                                 labels=job_labels)
+        share = GaugeMetricFamily(f"{NAMESPACE}_job_share", "Share for one job", labels=["job_ns", "job_id"])
+        unready = GaugeMetricFamily(f"{NAMESPACE}_unschedule_task_count", "Number of tasks could not be scheduled",
+                                    labels=["job_id"])
+        retries = CounterMetricFamily(f"{NAMESPACE}_job_retry_counts", "Number of retry counts for one job",
+                                      labels=["job_id"])
+        for rec in self.records.values():
+            labels = [rec.name, rec.queue, rec.namespace]
+            start.add_metric(labels, rec.start_time)
+            if rec.duration_ms is not None:
+                duration.add_metric(labels, rec.duration_ms)
+                last.add_metric(labels, rec.last_time)
+            if rec.share is not None:
+                share.add_metric([rec.namespace, rec.name], rec.share)
+            if rec.unschedulable_tasks is not None:
+                unready.add_metric([rec.name], rec.unschedulable_tasks)
+            if rec.retries:
+                retries.add_metric([rec.name], rec.retries)
+        yield from (duration, start, last, share, unready, retries)
 
 
 def _remove(metric: Gauge | Counter, *labels: str) -> None:

@@ -162,16 +162,18 @@ def _device_shape(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple:
     """What device sharing reads from a pod that asks for extended resources: each container's
     extended requests and limits (how they split over containers matters), the device
     annotations and the labels (GPU exclusivity rules, Ascend labels).  Empty for other pods."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    if not any("/" in k for c in containers for kind in ("limits", "requests")
+               for k in ((c.get("resources") or {}).get(kind) or ())):
+        return ()
     per_container = []
-    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+    for c in containers:
         res = c.get("resources") or {}
         items = tuple(
             (kind, k, str(v)) for kind in ("limits", "requests") for k, v in sorted((res.get(kind) or {}).items())
             if "/" in k
         )
         per_container.append(items)
-    if not any(per_container):
-        return ()
     ann = meta.get("annotations") or {}
     prefixes = _DEVICE_ANNOTATION_PREFIXES + (_GROUP_ANNOTATIONS if "volcano.sh/vgpu-podgroup-policy" in ann else ())
     return (
