@@ -153,30 +153,6 @@ class PreemptIndex(ShapeIndex):
         self.best1[v] = i if ok else -1
         self.best2[v] = -1
 
-    def _window(self, task: TaskInfo) -> tuple[int, int]:
-        """(start, number of search positions in the window); advances the rotating start."""
-        self._refresh(task)
-        state = self.search.ssn.state
-        n, k = self.n, self.search.k
-        start = state.next_start_node % n
-        before = self._count(0, start)
-        after = self.cnt[1] - before
-        total = self.cnt[1]
-
-        def position(j: int) -> int:
-            if j <= after:
-                return self._kth(before + j) - start
-            if j <= total:
-                return self._kth(j - after) + n - start
-            return -1
-
-        end = position(k)
-        stop = position(k + 1)
-        state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
-        if total == 0:
-            return start, 0
-        return start, (end + 1 if end >= 0 else n)
-
     def nodes(self, task: TaskInfo, scored: bool) -> Iterator[NodeInfo]:
         start, length = self._window(task)
         if length == 0:

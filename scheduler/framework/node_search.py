@@ -302,11 +302,11 @@ class ShapeIndex:
             r >>= 1
         return self._better(left, right)
 
-    def find(self, task: TaskInfo) -> Placement | FitErrors:
+    def _window(self, task: TaskInfo) -> tuple[int, int]:
+        """(start, length) of this task's search window; advances the rotating start as Volcano does."""
         self._refresh(task)
-        search = self.search
-        state = search.ssn.state
-        n, k = self.n, search.k
+        state = self.search.ssn.state
+        n, k = self.n, self.search.k
         start = state.next_start_node % n
         before = self._count(0, start)
         after = self.cnt[1] - before
@@ -324,9 +324,16 @@ class ShapeIndex:
         stop = position(k + 1)  # Volcano counts the node that made it stop
         state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
         if total == 0:
+            return start, 0
+        return start, (end + 1 if end >= 0 else n)
+
+    def find(self, task: TaskInfo) -> Placement | FitErrors:
+        search = self.search
+        n = self.n
+        start, length = self._window(task)
+        if length == 0:
             return self._failure(task, start)
-        if end < 0:
-            end = n - 1
+        end = length - 1
         for best, idle in ((self.best1, True), (self.best2, False)):
             if start + end < n:
                 chosen = self._best(best, start, start + end + 1)
