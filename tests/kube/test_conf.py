@@ -6,7 +6,6 @@ import pytest
 
 from .conftest import cluster, conf_map, eventually, pod, podgroup
 
-pytestmark = pytest.mark.asyncio
 
 ALLOCATE = """
 actions: "enqueue, allocate"
@@ -20,6 +19,7 @@ tiers:
 ENQUEUE_ONLY = ALLOCATE.replace('"enqueue, allocate"', '"enqueue"')
 
 
+@pytest.mark.asyncio
 async def test_configmap_edit_takes_effect_and_a_broken_edit_is_refused(api, start):
     cluster(api)
     api.put(conf_map(ENQUEUE_ONLY))
@@ -51,6 +51,7 @@ async def test_configmap_edit_takes_effect_and_a_broken_edit_is_refused(api, sta
     assert rt.scheduler.conf.actions == ["enqueue", "allocate"]
 
 
+@pytest.mark.asyncio
 async def test_scheduler_conf_file_overrides_the_configmap(api, start, tmp_path):
     cluster(api)
     api.put(conf_map(ALLOCATE))
