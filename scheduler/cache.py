@@ -18,7 +18,7 @@ from .api.node_info import NodeInfo, NodeSpec
 from .api.pod_spec import Taint
 from .api.queue_info import QueueInfo
 from .api.resource import Resource
-from .api.task_info import TaskInfo, new_task_info, parse_timestamp
+from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.types import COMPLETED_STATUS
 from .framework.session import Snapshot
 
@@ -61,7 +61,7 @@ def node_info_from(node: Mapping[str, Any]) -> NodeInfo:
     return NodeInfo(meta["name"], node, node_spec, allocatable, capacity)
 
 
-def podgroup_from(obj: Mapping[str, Any]) -> PodGroup:
+def podgroup_from(obj: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> PodGroup:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -75,7 +75,7 @@ def podgroup_from(obj: Mapping[str, Any]) -> PodGroup:
         min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
         queue=spec.get("queue") or "",
         priority_class_name=spec.get("priorityClassName") or "",
-        min_resources=Resource.from_list(min_res) if min_res is not None else None,
+        min_resources=Resource.from_list(min_res, ignored) if min_res is not None else None,
         annotations=dict(meta.get("annotations") or {}),
         labels=dict(meta.get("labels") or {}),
         phase=status.get("phase") or "",
@@ -115,6 +115,8 @@ class Cache:
         self.scheduler_names = scheduler_names
         # parses a node's device registry (deviceshare's NodeDeviceBuilder), once per node update
         self.devices = devices
+        # resource names the device kinds leave out of pods' requests (GetIgnoredDevices)
+        self.ignored: frozenset[str] = frozenset(getattr(devices, "ignored", ()))
         self.default_queue = default_queue
         self.nodes: dict[str, NodeInfo] = {}  # insertion order = the order nodes were first seen
         self.tasks: dict[str, TaskInfo] = {}
@@ -143,6 +145,26 @@ class Cache:
         for name, old in list(self.nodes.items()):
             if old.node is not None:
                 self._build_node(old.node)
+        ignored = frozenset(getattr(devices, "ignored", ()))
+        if ignored != self.ignored:
+            self.ignored = ignored
+            for job in self.jobs.values():  # minResources go through NewResource too
+                if job.podgroup is not None and job.podgroup.min_resources is not None:
+                    for name in ignored:
+                        job.podgroup.min_resources.scalars.pop(name, None)
+            for task in list(self.tasks.values()):  # re-count the requests, keeping each task's state
+                node = self.nodes.get(task.node_name)
+                held = node is not None and task.uid in node.tasks
+                job = self.jobs.get(task.job)
+                if held:
+                    node.remove_task(task)
+                if job is not None:
+                    job.delete_task(task)
+                task.resreq = pod_request(task.pod, ignored)
+                if job is not None:
+                    job.add_task(task)
+                if held:
+                    node.add_task(task)
 
     def add_node(self, node: Mapping[str, Any]) -> None:
         if self._newer("Node", node["metadata"]["name"], node):
@@ -187,7 +209,9 @@ class Cache:
         key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         if not self._newer("Pod", key, pod):
             return
-        task = new_task_info(pod)
+        self._add_task(new_task_info(pod, self.ignored))
+
+    def _add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.uid)
         if old is not None:
             self._remove_task(old)
@@ -226,7 +250,7 @@ class Cache:
     # -- podgroups, queues, priority classes ------------------------------------------------------
 
     def add_podgroup(self, obj: Mapping[str, Any]) -> None:
-        pg = podgroup_from(obj)
+        pg = podgroup_from(obj, self.ignored)
         if not self._newer("PodGroup", pg.key, obj):
             return
         job = self.jobs.get(pg.key)

@@ -52,6 +52,7 @@ class DeviceFamily:
     """
 
     key: ClassVar[str]
+    rank: int = 0  # the place in Volcano's RegisteredDevices (plugin.build_families sets it)
 
     def request(self, task: TaskInfo) -> Any | None:
         """``HasDeviceRequest`` and the parsed request: None when the pod asks nothing of this kind."""

@@ -1,7 +1,7 @@
 """The deviceshare plugin (plugins/deviceshare/deviceshare.go) and the per-node device builder.
 
 Device kinds are visited in Volcano's registry order (spec §1.1): GpuShare, then
-hamivgpu.  The predicate runs each requested kind's filter and fails the node on
+hamivgpu, then one HAMi Ascend kind per ``vnpus`` commonWord in config order.  The predicate runs each requested kind's filter and fails the node on
 the first failure; the node order adds the kinds' scores, rounds half up and
 multiplies by ``ScheduleWeight`` (only when it is > 0).
 
@@ -32,6 +32,7 @@ from vcsched.framework.session import EventError, EventHandler, Session
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import DeviceConfig, DeviceShareArgs, load_device_config
 from .gpushare import GpuShareFamily
+from .hamivnpu import AscendHAMiFamily
 from .vgpu import VGPUFamily
 
 
@@ -47,16 +48,26 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFa
         families.append(GpuShareFamily(args.gpu_sharing, args.gpu_number))
     if args.vgpu:
         families.append(VGPUFamily(config.nvidia, args.exclusive_rules))
+    if args.ascend_hami_vnpu:
+        vnpus = config.vnpus
+        words = tuple(c.common_word for c in vnpus.configs)
+        families.extend(AscendHAMiFamily(c, vnpus.hami_vnpu_core, words) for c in vnpus.configs)
+    for i, f in enumerate(families):
+        f.rank = i  # the place in RegisteredDevices (the HAMi Ascend kinds come from the device config)
     return families
 
 
 class NodeDeviceBuilder:
     """Parses a node's device registry once per node update (the cache calls it)."""
 
-    __slots__ = ("families",)
+    __slots__ = ("families", "ignored")
 
     def __init__(self, families: list[DeviceFamily]) -> None:
         self.families = families
+        # GetIgnoredDevices: resource names left out of pods' generic requests (HAMi Ascend memory and
+        # cores, spec §6.8.10).  Volcano adds them to a process-wide list when it first sees a node with
+        # such devices; here they follow the configuration, whatever order nodes and pods arrive in.
+        self.ignored = frozenset(n for f in families for n in getattr(f, "ignored", ()) if n)
 
     def __call__(self, node: Mapping[str, Any]) -> dict[str, NodeDevices]:
         name = (node.get("metadata") or {}).get("name") or ""
@@ -98,8 +109,12 @@ class DeviceSharePlugin(Plugin):
             for key, d in node.devices.items():
                 if key not in found:
                     found[key] = d.family
-        order = [f.key for f in build_families(self.args, DeviceConfig())]
-        self.families = [found[k] for k in order if k in found]
+        # the families come from the cache's builder (its device config), ranked in registry order;
+        # only the kinds this session's arguments enable (the HAMi Ascend kinds are named by the config)
+        enabled = {f.key for f in build_families(self.args, DeviceConfig())}
+        hami = self.args.ascend_hami_vnpu
+        self.families = sorted((f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
+                               key=lambda f: f.rank)
         self._requests = {}
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
