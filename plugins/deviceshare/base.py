@@ -104,6 +104,11 @@ class NodeDevices:
     def describe(self) -> list[DeviceUse]:
         return []
 
+    def queue_resource(self, task: TaskInfo) -> Mapping[str, float] | None:
+        """``AddQueueResource``: scalars (milli) that replace the pod's requests in its queue's
+        ``status.allocated`` (session close); None to keep the requests (HAMi Ascend, gpushare)."""
+        return None
+
 
 # -- reading pods ---------------------------------------------------------------------------
 

@@ -308,3 +308,19 @@ def test_without_predicates_no_device_is_allocated_as_in_volcano(simulate):
     assert out["pods"]["default/p1"]["node"] == "n1"
     assert "volcano.sh/vgpu-ids-new" not in out["pods"]["default/p1"]["annotations"]
     assert all(d["slots_used"] == 0 for d in out["nodes"]["n1"]["devices"])
+
+
+def test_queue_allocated_counts_granted_vgpu_memory(simulate):
+    """§6.3.9: a pod granted 2 × 8000 MiB reports 16000 of volcano.sh/vgpu-memory in its queue (its request
+    says 8000); a pod bound in this session counts its request until its annotation is seen."""
+    bound = vgpu_pod("bound", mem(8000, n=2, cores=30), node_name="n1", annotations={
+        "volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,8000,30:GPU-b,NVIDIA,8000,30:", "volcano.sh/bind-phase": "success"})
+    code, out = simulate(gpu_node("n1", TWO_A100) + bound, conf=conf())
+    assert code == 0
+    allocated = out["queues"]["default"]["allocated"]
+    assert (allocated["volcano.sh/vgpu-memory"], allocated["volcano.sh/vgpu-cores"]) == ("16000", "60")
+    assert allocated["volcano.sh/vgpu-number"] == "2"
+    # no annotation on the pod (or none matching this node's GPUs): the requests stay
+    stale = vgpu_pod("stale", mem(8000, n=2), node_name="n1", annotations={"volcano.sh/vgpu-ids-new": "GPU-z,NVIDIA,1,0:"})
+    code, out = simulate(gpu_node("n1", TWO_A100) + stale, conf=conf())
+    assert out["queues"]["default"]["allocated"]["volcano.sh/vgpu-memory"] == "8000"
