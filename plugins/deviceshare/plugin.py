@@ -28,12 +28,13 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventError, EventHandler, Session
+from vcsched.framework.stats import VGPUDeviceStats
 
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import DeviceConfig, DeviceShareArgs, load_device_config
 from .gpushare import GpuShareFamily
 from .hamivnpu import AscendHAMiFamily
-from .vgpu import VGPUFamily
+from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily
 
 
 log = structlog.get_logger("vcsched.deviceshare")
@@ -116,6 +117,8 @@ class DeviceSharePlugin(Plugin):
         self.families = sorted((f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
                                key=lambda f: f.rank)
         self._requests = {}
+        if VGPU_KEY in enabled:
+            ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
@@ -221,3 +224,28 @@ class DeviceSharePlugin(Plugin):
             changed = changed or held
         if changed:
             self._changed(node)
+
+
+def vgpu_device_stats(nodes: list[NodeInfo]) -> list[VGPUDeviceStats]:
+    """The vGPU ledgers as the snapshot rebuilt them from pod annotations, for the device gauges.
+
+    Volcano sets these gauges when it builds a node's vGPU object, which it does on every node update
+    and snapshot clone; session allocations never touch them (spec §8).
+    """
+    out = []
+    for node in nodes:
+        d = node.devices.get(VGPU_KEY)
+        if not isinstance(d, VGPUDevices):
+            continue
+        for gpu in d.devices:
+            pods: dict[str, tuple[int, int]] = {}
+            for uid in gpu.pods:
+                h = d.holders.get(uid)
+                if h is None:
+                    continue
+                mem = sum(e.mem for e in h.entries if e.device == gpu.index)
+                cores = sum(e.cores for e in h.entries if e.device == gpu.index)
+                pods[h.key.split("/", 1)[-1]] = (mem, cores)  # labelled by pod name, as Volcano does
+            out.append(VGPUDeviceStats(node.name, gpu.uuid, gpu.memory, gpu.used_num, gpu.used_mem, gpu.used_core,
+                                       pods))
+    return out
