@@ -406,8 +406,9 @@ class AscendHAMiDevices(NodeDevices):
             if memreq > 0 and template_mode:
                 memreq = trim_memory(cfg, memreq)[0]
             if template_mode and c.nums > 1 and trim_memory(cfg, memreq)[0] != cfg.memory_allocatable:
-                return StatusCode.Error, ("vNPU does not support partial memory allocation when requesting "
-                                          "multiple devices")
+                # FilterNode's reason is "no ascend device available" for every failure; the error follows
+                return StatusCode.Error, (f"{NO_DEVICE}: vNPU does not support partial memory allocation when "
+                                          "requesting multiple devices")
             remaining = c.nums
             chosen: list[NPUDevice] = []
             for d in ordered:

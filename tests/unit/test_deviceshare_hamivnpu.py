@@ -149,7 +149,8 @@ def test_partial_memory_on_several_devices_is_refused():
     t = pod("p", ask(n=2, memory=4096))
     failed = devs.filter(t, devs.family.request(t), "")
     assert (failed.code, failed.reason) == (
-        StatusCode.Error, "vNPU does not support partial memory allocation when requesting multiple devices")
+        StatusCode.Error,
+        "no ascend device available: vNPU does not support partial memory allocation when requesting multiple devices")
     whole = pod("w", ask(n=2))
     assert devs.filter(whole, devs.family.request(whole), "") is None
 
@@ -321,3 +322,29 @@ def test_allocate_error_when_nothing_fits_any_more():
         assert str(e).startswith("failed to select ascend devices for pod b: no ascend device available")
     else:
         raise AssertionError("expected AllocateError")
+
+
+def test_two_containers_take_different_devices():
+    """§5.3: every container string ends with ';'; containers never share a device within a pod."""
+    devs = node(family(B3), [b3(0), b3(1)])
+    t = pod("p", ask("Ascend910B3", n=1, memory=16384), ask("Ascend910B3", n=1, memory=16384))
+    a = devs.allocate(t, devs.family.request(t), "", NOW)
+    assert a["hami.io/Ascend910B3-devices-to-allocate"] == "910b3-0,Ascend910B3,16384,0:;910b3-1,Ascend910B3,16384,0:;"
+    assert a["huawei.com/Ascend910B3"] == '[{"UUID":"910b3-0","temp":"vir05_1c_16g"},{"UUID":"910b3-1","temp":"vir05_1c_16g"}]'
+    # the rebuilt ledger counts both containers (spec E-20: Volcano only the first)
+    rebuilt = node(family(B3), [b3(0), b3(1)])
+    bound = pod("p", annotations={"hami.io/Ascend910B3-devices-allocated": a["hami.io/Ascend910B3-devices-allocated"]})
+    rebuilt.add_pod(bound)
+    assert [(d.used, d.usedmem) for d in rebuilt.devices] == [(1, 16384), (1, 16384)]
+    one_card = node(family(B3), [b3(0)])
+    assert one_card.filter(t, one_card.family.request(t), "").code == StatusCode.Unschedulable
+
+
+def test_spread_prefers_an_unused_device():
+    devs = node(family(), [p310(0), p310(1)])
+    devs.add_pod(pod("old", ask(n=1), annotations={
+        "hami.io/Ascend310P-devices-allocated": "310P-dev-0,Ascend310P,3072,0:;"}))
+    t = pod("p", ask(n=1, memory=3000))
+    req = devs.family.request(t)
+    assert devs.score(t, req, "spread") == 100.0
+    assert devs.allocate(t, req, "spread", NOW)["hami.io/Ascend310P-devices-allocated"].startswith("310P-dev-1,")
