@@ -40,12 +40,12 @@ def _rv(obj: Mapping[str, Any]) -> int | None:
         return None
 
 
-def node_info_from(node: Mapping[str, Any]) -> NodeInfo:
+def node_info_from(node: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> NodeInfo:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    allocatable = Resource.from_list(status.get("allocatable") or {})
-    capacity = Resource.from_list(status.get("capacity") or status.get("allocatable") or {})
+    allocatable = Resource.from_list(status.get("allocatable") or {}, ignored)
+    capacity = Resource.from_list(status.get("capacity") or status.get("allocatable") or {}, ignored)
     node_spec = NodeSpec(
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         taints=tuple(
@@ -142,29 +142,31 @@ class Cache:
     def set_device_builder(self, devices: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> None:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
-        for name, old in list(self.nodes.items()):
-            if old.node is not None:
-                self._build_node(old.node)
         ignored = frozenset(getattr(devices, "ignored", ()))
-        if ignored != self.ignored:
-            self.ignored = ignored
+        changed, self.ignored = ignored != self.ignored, ignored
+        if changed:
             for job in self.jobs.values():  # minResources go through NewResource too
                 if job.podgroup is not None and job.podgroup.min_resources is not None:
                     for name in ignored:
                         job.podgroup.min_resources.scalars.pop(name, None)
-            for task in list(self.tasks.values()):  # re-count the requests, keeping each task's state
-                node = self.nodes.get(task.node_name)
-                held = node is not None and task.uid in node.tasks
+            # re-count the requests, keeping each task's state; the nodes are rebuilt below, except
+            # the placeholders of pods bound to a node not seen yet
+            for task in list(self.tasks.values()):
                 job = self.jobs.get(task.job)
-                if held:
-                    node.remove_task(task)
+                node = self.nodes.get(task.node_name)
+                placeholder = node is not None and node.node is None and task.uid in node.tasks
                 if job is not None:
                     job.delete_task(task)
+                if placeholder:
+                    node.remove_task(task)
                 task.resreq = pod_request(task.pod, ignored)
+                if placeholder:
+                    node.add_task(task)
                 if job is not None:
                     job.add_task(task)
-                if held:
-                    node.add_task(task)
+        for name, old in list(self.nodes.items()):
+            if old.node is not None:
+                self._build_node(old.node)
 
     def add_node(self, node: Mapping[str, Any]) -> None:
         if self._newer("Node", node["metadata"]["name"], node):
@@ -172,7 +174,7 @@ class Cache:
 
     def _build_node(self, node: Mapping[str, Any]) -> None:
         name = node["metadata"]["name"]
-        info = node_info_from(node)
+        info = node_info_from(node, self.ignored)
         if self.devices is not None:
             info.devices = self.devices(node)
         old = self.nodes.get(name)

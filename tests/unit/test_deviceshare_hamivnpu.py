@@ -307,8 +307,17 @@ tiers:
     plain = Cache()
     plain.add_pod(manifest)
     assert "huawei.com/Ascend310P-memory" in plain.tasks["p"].resreq.scalars
-    plain.set_device_builder(builder)  # a new configuration re-counts the requests
+    bound = {**manifest, "metadata": {"name": "b", "namespace": "default", "uid": "b"},
+             "spec": {**manifest["spec"], "nodeName": "n1"}, "status": {"phase": "Running"}}
+    plain.add_node({"metadata": {"name": "n1"}, "status": {"allocatable": {
+        "cpu": "8", "pods": "110", "huawei.com/Ascend310P": "7", "huawei.com/Ascend310P-memory": "21527"}}})
+    plain.add_pod(bound)
+    assert plain.nodes["n1"].used.scalars["huawei.com/Ascend310P-memory"] == 4096 * 1000
+    plain.set_device_builder(builder)  # a new configuration re-counts the requests, and the nodes
     assert set(plain.tasks["p"].resreq.scalars) == {"huawei.com/Ascend310P", "pods"}
+    n1 = plain.nodes["n1"]
+    assert "huawei.com/Ascend310P-memory" not in n1.used.scalars | n1.allocatable.scalars
+    assert n1.used.scalars["huawei.com/Ascend310P"] == 1000 and "b" in n1.tasks
 
 
 def test_allocate_error_when_nothing_fits_any_more():
