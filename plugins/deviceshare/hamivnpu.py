@@ -289,6 +289,8 @@ def _parse_register(raw: str) -> list[NPUDevice]:
         has_net = custom is not None and "NetworkID" in custom
         net = custom.get("NetworkID") if has_net else None
         network = float(net) if isinstance(net, (int, float)) and not isinstance(net, bool) else None
+        if num("index") < 0:
+            raise ValueError(f"[{i}].index: negative")  # a uint in Go
         d = NPUDevice(text("id"), num("index"), num("count"), num("devmem"), num("devcore"), text("type"),
                       bool(health), has_net, network)
         by_id[d.id] = d  # Volcano keys devices by id: a repeated id replaces the earlier one

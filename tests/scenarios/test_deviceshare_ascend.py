@@ -288,3 +288,7 @@ def test_conf_example_ascend(simulate):
     assert ann(out, "infer-310p-2")["hami.io/Ascend310P-devices-allocated"] == "310P-dev-0,Ascend310P,3072,0:;"
     assert ann(out, "train-910b")["hami.io/Ascend910B3-devices-allocated"] == (
         "910b3-0,Ascend910B3,65536,0:910b3-1,Ascend910B3,65536,0:;")
+    # queue accounting (§6.8.9, §6.8.10): the counts as requested; memory and cores are not generic resources
+    allocated = out["queues"]["default"]["allocated"]
+    assert (allocated["huawei.com/Ascend310P"], allocated["huawei.com/Ascend910B3"]) == ("2", "2")
+    assert not any(k.endswith(("-memory", "-core")) for k in allocated)
