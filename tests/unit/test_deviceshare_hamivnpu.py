@@ -357,3 +357,36 @@ def test_spread_prefers_an_unused_device():
     req = devs.family.request(t)
     assert devs.score(t, req, "spread") == 100.0
     assert devs.allocate(t, req, "spread", NOW)["hami.io/Ascend310P-devices-allocated"].startswith("310P-dev-1,")
+
+
+# HAMi's chart (charts/hami/templates/scheduler/device-configmap.yaml, spec §2.3.2): allocatable, capacity, templates
+HAMI_CHIPS = {
+    "Ascend910A": (32768, 32768, [("vir02", 2184), ("vir04", 4369), ("vir08", 8738), ("vir16", 17476)]),
+    "Ascend910B2": (65536, 65536, [("vir03_1c_8g", 8192), ("vir06_1c_16g", 16384), ("vir12_3c_32g", 32768)]),
+    "Ascend910B3": (65536, 65536, [("vir05_1c_16g", 16384), ("vir10_3c_32g", 32768)]),
+    "Ascend910B4-1": (65536, 65536, [("vir05_1c_16g", 16384), ("vir10_3c_32g", 32768)]),
+    "Ascend910B4": (32768, 32768, [("vir05_1c_8g", 8192), ("vir10_3c_16g", 16384)]),
+    "Ascend310P": (21527, 24576, [("vir01", 3072), ("vir02", 6144), ("vir04", 12288)]),
+}
+
+
+def test_every_hami_chip_type_allocates_templates_and_whole_cards():
+    words = tuple(HAMI_CHIPS)
+    for cw, (allocatable, capacity, templates) in HAMI_CHIPS.items():
+        cfg = VNPUConfig(cw, "", f"huawei.com/{cw}", f"huawei.com/{cw}-memory", allocatable, capacity, 0, 0,
+                         tuple(VNPUTemplate(n, m) for n, m in templates))
+        fam = AscendHAMiFamily(cfg, False, words)
+        dev = {"id": f"{cw}-0", "count": 4, "devmem": allocatable, "devcore": 20, "type": cw}
+        devs = node(fam, [dev, dict(dev, id=f"{cw}-1")])
+        name, memory = templates[1]
+        t = pod(f"{cw}-t", ask(cw, n=1, memory=memory - 1))
+        a = devs.allocate(t, fam.request(t), "", NOW)
+        assert a[f"hami.io/{cw}-devices-to-allocate"] == f"{cw}-0,{cw},{memory},0:;", cw
+        assert a[f"huawei.com/{cw}"] == f'[{{"UUID":"{cw}-0","temp":"{name}"}}]', cw
+        whole = pod(f"{cw}-w", ask(cw, n=2))
+        assert devs.filter(whole, fam.request(whole), "").code == StatusCode.Unschedulable  # card 0 is shared now
+        devs = node(fam, [dev, dict(dev, id=f"{cw}-1")])
+        a = devs.allocate(whole, fam.request(whole), "", NOW)
+        assert a[f"hami.io/{cw}-devices-allocated"] == f"{cw}-0,{cw},{allocatable},0:{cw}-1,{cw},{allocatable},0:;", cw
+        assert a[f"huawei.com/{cw}"] == f'[{{"UUID":"{cw}-0"}},{{"UUID":"{cw}-1"}}]', cw
+        assert set(fam.ignored) == {f"huawei.com/{cw}-memory", f"huawei.com/{cw}-core"}
