@@ -375,20 +375,24 @@ class AscendHAMiDevices(NodeDevices):
 
     def _fit(self, memreq: int, cores: int, hami_core: bool, d: NPUDevice) -> bool:
         """``fit``, in Volcano's order (the request type always equals this kind here)."""
+        return self._misfit(memreq, cores, hami_core, d) is None
+
+    def _misfit(self, memreq: int, cores: int, hami_core: bool, d: NPUDevice) -> str | None:
+        """Why ``fit`` refuses the device (its first failed check), None when it fits."""
         if hami_core and not self.hami_core:
-            return False
+            return f"{d.id} not hami-core"
         if d.count <= d.used:
-            return False
+            return f"{d.id} {d.used}/{d.count} vNPUs used"
         if d.devmem - d.usedmem < memreq:
-            return False
+            return f"{d.id} {d.devmem - d.usedmem}MiB free < {memreq}MiB"
         total = 100 if hami_core else d.devcore
         if total - d.usedcores < cores:
-            return False
+            return f"{d.id} {total - d.usedcores} cores free < {cores}"
         if total == 100 and cores == 100 and d.used > 0:
-            return False
+            return f"{d.id} shared, 100 cores asked"
         if total != 0 and d.usedcores == total and cores == 0:
-            return False
-        return True
+            return f"{d.id} all cores used"
+        return None
 
     def select(self, req: AscendRequest, policy: str):
         """``selectDevices``: per container [(device, memreq, cores)], or (code, reason) when it fails."""
@@ -421,16 +425,25 @@ class AscendHAMiDevices(NodeDevices):
                 if remaining <= 0 and not need_topology:
                     break  # Volcano appends before it checks: a count of 0 still takes one device
             if remaining > 0:
-                mode = "hami-core" if req.hami_core else "template"
-                why = (f"{NO_DEVICE}: {len(chosen)} of {c.nums} {self.family.key} fit {memreq}MiB"
-                       f"{f' {c.cores} cores' if c.cores else ''} ({mode} mode"
-                       f"{', the node does not run hami-core' if req.hami_core and not self.hami_core else ''})")
-                return StatusCode.Unschedulable, why
+                return StatusCode.Unschedulable, self._shortfall(c, memreq, req.hami_core, len(chosen), taken, ordered)
             if need_topology:
                 chosen = _by_network(c.nums, chosen)
             taken.update(d.id for d in chosen)
             out.append([(d, memreq, c.cores) for d in chosen])
         return out
+
+    def _shortfall(self, c: ContainerRequest, memreq: int, hami_core: bool, found: int, taken: set[str],
+                   ordered: list[NPUDevice]) -> str:
+        """Volcano's reason, then the kind, the count short and why each device was passed over."""
+        if hami_core and not self.hami_core:
+            return (f"{NO_DEVICE}: {found} of {c.nums} {self.family.key} fit {memreq}MiB {c.cores} cores "
+                    "(hami-core mode, the node does not run hami-core)")
+        misfits = [m for d in ordered if d.id not in taken
+                   for m in (self._misfit(memreq, c.cores, hami_core, d),) if m is not None]
+        shown = "; ".join(misfits[:4]) + ("; …" if len(misfits) > 4 else "")
+        mode = "hami-core" if hami_core else "template"
+        return (f"{NO_DEVICE}: {found} of {c.nums} {self.family.key} fit {memreq}MiB"
+                f"{f' {c.cores} cores' if c.cores else ''} ({mode} mode: {shown})")
 
     # -- NodeDevices ----------------------------------------------------------------------------
 

@@ -192,7 +192,8 @@ def test_a_running_pod_counts_from_its_annotation(simulate):
     assert out["pods"]["default/fits"]["node"] == "npu-1"
     assert out["pods"]["default/too-big"]["node"] is None
     assert out["pods"]["default/too-big"]["reason"] == (
-        "0/1 nodes are unavailable: 1 no ascend device available: 0 of 1 Ascend310P fit 12288MiB (template mode).")
+        "0/1 nodes are unavailable: 1 no ascend device available: 0 of 1 Ascend310P fit 12288MiB "
+        "(template mode: 310P-dev-0 3095MiB free < 12288MiB).")
 
 
 def test_type_mismatch_stays_pending_with_reason(simulate):
@@ -207,7 +208,7 @@ def test_type_mismatch_stays_pending_with_reason(simulate):
     assert out["pods"]["default/p"]["node"] is None
     assert out["pods"]["default/p"]["reason"] == (
         "0/2 nodes are unavailable: 1 Insufficient huawei.com/Ascend910B3, "
-        "1 no ascend device available: 0 of 1 Ascend910B3 fit 65536MiB (template mode).")
+        "1 no ascend device available: 0 of 1 Ascend910B3 fit 65536MiB (template mode: 910b3-0 0MiB free < 65536MiB).")
     # hami-core asked of a node that does not run it: every device fails fit (spec E-23)
     cluster = (DEVICE_CONFIG + npu_node("npu-1", "Ascend310P", [p310(0)], hami_core="false")
                + npu_pod("hc", ask("Ascend310P", 1, memory=4096, cores=50), annotations={"huawei.com/vnpu-mode": "hami-core"}))

@@ -390,3 +390,17 @@ def test_every_hami_chip_type_allocates_templates_and_whole_cards():
         assert a[f"hami.io/{cw}-devices-allocated"] == f"{cw}-0,{cw},{allocatable},0:{cw}-1,{cw},{allocatable},0:;", cw
         assert a[f"huawei.com/{cw}"] == f'[{{"UUID":"{cw}-0"}},{{"UUID":"{cw}-1"}}]', cw
         assert set(fam.ignored) == {f"huawei.com/{cw}-memory", f"huawei.com/{cw}-core"}
+
+
+def test_pending_reason_names_each_device_and_its_shortfall():
+    devs = node(family(), [dict(p310(0), count=1), p310(1)])
+    fam = devs.family
+    devs.add_pod(pod("old", ask(n=1), annotations={
+        "hami.io/Ascend310P-devices-allocated": "310P-dev-0,Ascend310P,3072,0:;310P-dev-1,Ascend310P,12288,8:;"}))
+    t = pod("p", ask(n=2, cores=1))
+    assert devs.filter(t, fam.request(t), "").reason == (
+        "no ascend device available: 0 of 2 Ascend310P fit 21527MiB 1 cores "
+        "(template mode: 310P-dev-0 1/1 vNPUs used; 310P-dev-1 9239MiB free < 21527MiB)")
+    small = pod("s", ask(n=1, memory=1000, cores=1))
+    assert devs.filter(small, fam.request(small), "").reason.endswith(
+        "(template mode: 310P-dev-0 1/1 vNPUs used; 310P-dev-1 0 cores free < 1)")
