@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from .conftest import podgroup
 from .test_deviceshare import TWO_A100, gpu_node, mem, vgpu_pod
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "examples"
@@ -293,3 +294,19 @@ def test_conf_example_ascend(simulate):
     allocated = out["queues"]["default"]["allocated"]
     assert (allocated["huawei.com/Ascend310P"], allocated["huawei.com/Ascend910B3"]) == ("2", "2")
     assert not any(k.endswith(("-memory", "-core")) for k in allocated)
+
+
+def test_a_gang_that_fails_leaves_no_npu_use(simulate):
+    """Two whole cards for a gang of three on a two-card node: the discarded allocation gives them back
+    inside the session (Volcano's HAMi Ascend rollback works too, spec §1.4), so a later pod fits."""
+    g = {"scheduling.k8s.io/group-name": "gang"}
+    high = "\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+    gang = high + podgroup("gang", 3, extra="  priorityClassName: high") + "".join(
+        npu_pod(f"g-{i}", ask("Ascend310P", 1), annotations=g) for i in range(3))  # tried first, then discarded
+    cluster = DEVICE_CONFIG + npu_node("npu-1", "Ascend310P", [p310(0), p310(1)]) + gang
+    code, out = simulate(cluster + npu_pod("solo", ask("Ascend310P", 2)), "--cycles", "1", conf=conf())
+    assert code == 0
+    assert all(out["pods"][f"default/g-{i}"]["node"] is None for i in range(3))
+    assert all("hami.io/bind-phase" not in ann(out, f"g-{i}") for i in range(3))
+    assert out["pods"]["default/solo"]["node"] == "npu-1"
+    assert [d["pods"] for d in out["nodes"]["npu-1"]["devices"]] == [["default/solo"], ["default/solo"]]
