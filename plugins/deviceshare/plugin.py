@@ -1,9 +1,10 @@
 """The deviceshare plugin (plugins/deviceshare/deviceshare.go) and the per-node device builder.
 
 Device kinds are visited in Volcano's registry order (spec §1.1): GpuShare, then
-hamivgpu, then one HAMi Ascend kind per ``vnpus`` commonWord in config order.  The predicate runs each requested kind's filter and fails the node on
-the first failure; the node order adds the kinds' scores, rounds half up and
-multiplies by ``ScheduleWeight`` (only when it is > 0).
+hamivgpu, then one HAMi Ascend kind per ``vnpus`` commonWord in config order.  The
+predicate runs each requested kind's filter and fails the node on the first failure;
+the node order adds the kinds' scores, rounds half up and multiplies by
+``ScheduleWeight`` (only when it is > 0).
 
 Allocation rides on the session's event handlers: on allocate (and pipeline) each
 requested kind takes its devices on the task's node and the annotations go into
@@ -114,8 +115,9 @@ class DeviceSharePlugin(Plugin):
         # only the kinds this session's arguments enable (the HAMi Ascend kinds are named by the config)
         enabled = {f.key for f in build_families(self.args, DeviceConfig())}
         hami = self.args.ascend_hami_vnpu
-        self.families = sorted((f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
-                               key=lambda f: f.rank)
+        self.families = sorted(
+            (f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
+            key=lambda f: f.rank)
         self._requests = {}
         if VGPU_KEY in enabled:
             ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
