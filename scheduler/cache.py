@@ -18,7 +18,7 @@ from .api.node_info import NodeInfo, NodeSpec
 from .api.pod_spec import Taint
 from .api.queue_info import QueueInfo
 from .api.resource import Resource
-from .api.task_info import TaskInfo, new_task_info, parse_timestamp
+from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.types import COMPLETED_STATUS
 from .framework.session import Snapshot
 
@@ -40,12 +40,12 @@ def _rv(obj: Mapping[str, Any]) -> int | None:
         return None
 
 
-def node_info_from(node: Mapping[str, Any]) -> NodeInfo:
+def node_info_from(node: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> NodeInfo:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    allocatable = Resource.from_list(status.get("allocatable") or {})
-    capacity = Resource.from_list(status.get("capacity") or status.get("allocatable") or {})
+    allocatable = Resource.from_list(status.get("allocatable") or {}, ignored)
+    capacity = Resource.from_list(status.get("capacity") or status.get("allocatable") or {}, ignored)
     node_spec = NodeSpec(
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         taints=tuple(
@@ -61,7 +61,7 @@ def node_info_from(node: Mapping[str, Any]) -> NodeInfo:
     return NodeInfo(meta["name"], node, node_spec, allocatable, capacity)
 
 
-def podgroup_from(obj: Mapping[str, Any]) -> PodGroup:
+def podgroup_from(obj: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> PodGroup:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -75,7 +75,7 @@ def podgroup_from(obj: Mapping[str, Any]) -> PodGroup:
         min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
         queue=spec.get("queue") or "",
         priority_class_name=spec.get("priorityClassName") or "",
-        min_resources=Resource.from_list(min_res) if min_res is not None else None,
+        min_resources=Resource.from_list(min_res, ignored) if min_res is not None else None,
         annotations=dict(meta.get("annotations") or {}),
         labels=dict(meta.get("labels") or {}),
         phase=status.get("phase") or "",
@@ -115,6 +115,8 @@ class Cache:
         self.scheduler_names = scheduler_names
         # parses a node's device registry (deviceshare's NodeDeviceBuilder), once per node update
         self.devices = devices
+        # resource names the device kinds leave out of pods' requests (GetIgnoredDevices)
+        self.ignored: frozenset[str] = frozenset(getattr(devices, "ignored", ()))
         self.default_queue = default_queue
         self.nodes: dict[str, NodeInfo] = {}  # insertion order = the order nodes were first seen
         self.tasks: dict[str, TaskInfo] = {}
@@ -140,6 +142,28 @@ class Cache:
     def set_device_builder(self, devices: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> None:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
+        ignored = frozenset(getattr(devices, "ignored", ()))
+        changed, self.ignored = ignored != self.ignored, ignored
+        if changed:
+            for job in self.jobs.values():  # minResources go through NewResource too
+                if job.podgroup is not None and job.podgroup.min_resources is not None:
+                    for name in ignored:
+                        job.podgroup.min_resources.scalars.pop(name, None)
+            # re-count the requests, keeping each task's state; the nodes are rebuilt below, except
+            # the placeholders of pods bound to a node not seen yet
+            for task in list(self.tasks.values()):
+                job = self.jobs.get(task.job)
+                node = self.nodes.get(task.node_name)
+                placeholder = node is not None and node.node is None and task.uid in node.tasks
+                if job is not None:
+                    job.delete_task(task)
+                if placeholder:
+                    node.remove_task(task)
+                task.resreq = pod_request(task.pod, ignored)
+                if placeholder:
+                    node.add_task(task)
+                if job is not None:
+                    job.add_task(task)
         for name, old in list(self.nodes.items()):
             if old.node is not None:
                 self._build_node(old.node)
@@ -150,7 +174,7 @@ class Cache:
 
     def _build_node(self, node: Mapping[str, Any]) -> None:
         name = node["metadata"]["name"]
-        info = node_info_from(node)
+        info = node_info_from(node, self.ignored)
         if self.devices is not None:
             info.devices = self.devices(node)
         old = self.nodes.get(name)
@@ -187,7 +211,9 @@ class Cache:
         key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         if not self._newer("Pod", key, pod):
             return
-        task = new_task_info(pod)
+        self._add_task(new_task_info(pod, self.ignored))
+
+    def _add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.uid)
         if old is not None:
             self._remove_task(old)
@@ -226,7 +252,7 @@ class Cache:
     # -- podgroups, queues, priority classes ------------------------------------------------------
 
     def add_podgroup(self, obj: Mapping[str, Any]) -> None:
-        pg = podgroup_from(obj)
+        pg = podgroup_from(obj, self.ignored)
         if not self._newer("PodGroup", pg.key, obj):
             return
         job = self.jobs.get(pg.key)

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from .api.resource import Resource
     from .framework.session import Session
+    from .framework.stats import VGPUDeviceStats
 
 NAMESPACE = "volcano"
 EVICTION_ACTIONS = frozenset({"preempt", "reclaim", "gangpreempt", "gangreclaim"})
@@ -107,6 +108,9 @@ class Metrics:
         self.queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"],
                                     namespace=ns, registry=r)
         self._queues: set[str] = set()
+        # deviceshare's vGPU gauges: the ledger of the latest session, turned into samples when scraped
+        self.vgpu_devices = _VGPUDeviceCollector()
+        r.register(self.vgpu_devices)
 
     # -- the loop's own timings -------------------------------------------------------------
 
@@ -136,6 +140,8 @@ class Metrics:
         if stats.preemption_victims is not None:
             self.preemption_victims.set(stats.preemption_victims)
         self._publish_queues(ssn)
+        if stats.vgpu_devices is not None:
+            self.vgpu_devices.devices = stats.vgpu_devices
 
     def _publish_jobs(self, ssn: Session) -> None:
         stats = ssn.stats
@@ -235,6 +241,44 @@ class _JobCollector(Collector):
             if rec.retries:
                 retries.add_metric([rec.name], rec.retries)
         yield from (duration, start, last, share, unready, retries)
+
+
+class _VGPUDeviceCollector(Collector):
+    """Volcano's ``volcano_vgpu_device_*`` gauges (api/devices/nvidia/vgpu/metrics.go, spec/devices.md §8).
+
+    Volcano resets a GPU's gauges whenever it rebuilds the node's vGPU object from the pods'
+    annotations; here each session's rebuilt ledger replaces the previous one, so a pod's series go
+    when it leaves the GPU, and a GPU's when its node does (Volcano keeps those of a deleted node).
+    """
+
+    def __init__(self) -> None:
+        self.devices: list[VGPUDeviceStats] = []
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["devID", "NodeName"]
+        limit = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_memory_limit",
+                                  "The number of total device memory in this card", labels=labels)
+        shared = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_shared_number",
+                                   "The number of vgpu tasks sharing this card", labels=labels)
+        memory = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_allocated_memory",
+                                   "The number of vgpu memory allocated in this card", labels=labels)
+        cores = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_allocated_cores",
+                                  "The percentage of gpu compute cores allocated in this card", labels=labels)
+        pod_memory = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_memory_allocation_for_a_certain_pod",
+                                       "The vgpu device memory allocated for a certain pod",
+                                       labels=labels + ["podName"])
+        pod_cores = GaugeMetricFamily(f"{NAMESPACE}_vgpu_device_core_allocation_for_a_certain_pod",
+                                      "The vgpu device core allocated for a certain pod", labels=labels + ["podName"])
+        for d in self.devices:
+            key = [d.device, d.node]
+            limit.add_metric(key, d.memory_limit)
+            shared.add_metric(key, d.shared_number)
+            memory.add_metric(key, d.allocated_memory)
+            cores.add_metric(key, d.allocated_cores)
+            for pod, (mem, core) in d.pods.items():
+                pod_memory.add_metric(key + [pod], mem)
+                pod_cores.add_metric(key + [pod], core)
+        yield from (limit, shared, memory, cores, pod_memory, pod_cores)
 
 
 def _remove(metric: Gauge | Counter, *labels: str) -> None:

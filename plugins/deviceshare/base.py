@@ -52,6 +52,7 @@ class DeviceFamily:
     """
 
     key: ClassVar[str]
+    rank: int = 0  # the place in Volcano's RegisteredDevices (plugin.build_families sets it)
 
     def request(self, task: TaskInfo) -> Any | None:
         """``HasDeviceRequest`` and the parsed request: None when the pod asks nothing of this kind."""
@@ -102,6 +103,11 @@ class NodeDevices:
 
     def describe(self) -> list[DeviceUse]:
         return []
+
+    def queue_resource(self, task: TaskInfo) -> Mapping[str, float] | None:
+        """``AddQueueResource``: scalars (milli) that replace the pod's requests in its queue's
+        ``status.allocated`` (session close); None to keep the requests (HAMi Ascend, gpushare)."""
+        return None
 
 
 # -- reading pods ---------------------------------------------------------------------------

@@ -77,7 +77,8 @@ class DeviceShareArgs:
 
     @property
     def any_enabled(self) -> bool:
-        return self.gpu_sharing or self.gpu_number or self.vgpu
+        return (self.gpu_sharing or self.gpu_number or self.vgpu
+                or self.ascend_hami_vnpu)
 
 
 def _rules(a: Arguments) -> tuple[tuple[tuple[str, str], ...], ...]:
@@ -138,9 +139,45 @@ class NvidiaConfig:
         return None
 
 
+@dataclass(slots=True, frozen=True)
+class VNPUTemplate:
+    name: str
+    memory: int  # MiB
+
+
+@dataclass(slots=True, frozen=True)
+class VNPUConfig:
+    """One ``vnpus.configs`` entry (config/vnpu.go): a HAMi Ascend chip type, its device kind ``common_word``."""
+
+    common_word: str
+    chip_name: str
+    resource_name: str  # the count; the core resource is always "<resource_name>-core"
+    resource_memory_name: str
+    memory_allocatable: int  # MiB given to a whole-card request
+    memory_capacity: int  # the largest memory request still honoured
+    ai_core: int = 0
+    ai_cpu: int = 0
+    templates: tuple[VNPUTemplate, ...] = ()  # sorted by memory, ascending (InitDevices)
+
+
+@dataclass(slots=True, frozen=True)
+class VNPUsConfig:
+    """The ``vnpus:`` section: ``{hamiVnpuCore, configs}`` or (legacy) a bare list of configs."""
+
+    hami_vnpu_core: bool = False
+    configs: tuple[VNPUConfig, ...] = ()
+
+
+# the built-in default (GetDefaultDevicesConfig): Ascend310P only
+DEFAULT_VNPUS = VNPUsConfig(False, (VNPUConfig(
+    "Ascend310P", "310P3", "huawei.com/Ascend310P", "huawei.com/Ascend310P-memory", 21527, 24576, 8, 7,
+    (VNPUTemplate("vir01", 3072), VNPUTemplate("vir02", 6144), VNPUTemplate("vir04", 12288))),))
+
+
 @dataclass(slots=True)
 class DeviceConfig:
     nvidia: NvidiaConfig = field(default_factory=NvidiaConfig)
+    vnpus: VNPUsConfig = DEFAULT_VNPUS
     source: str = "built-in default"
 
 
@@ -165,7 +202,7 @@ def load_device_config(config_maps: Mapping[str, Mapping[str, Any]], args: Devic
         doc = yaml.safe_load(text) or {}
         if not isinstance(doc, Mapping):
             raise ValueError("not a mapping")
-        return DeviceConfig(nvidia=_nvidia(doc.get("nvidia")), source=f"ConfigMap {key}")
+        return DeviceConfig(nvidia=_nvidia(doc.get("nvidia")), vnpus=_vnpus(doc.get("vnpus")), source=f"ConfigMap {key}")
     except (yaml.YAMLError, ValueError, TypeError) as e:
         log.warning("device ConfigMap unreadable; using the built-in default", configmap=key,
                     error=str(e).splitlines()[0] if str(e) else type(e).__name__)
@@ -196,3 +233,52 @@ def _nvidia(raw: Any) -> NvidiaConfig:
         gpu_memory_factor=factor if factor > 0 else 1,
         known_mig_geometries=tuple(models),
     )
+
+
+def _int(raw: Any, where: str) -> int:
+    """A YAML integer (Go's yaml into int64/int32): anything else is an error, the whole config falls back."""
+    if raw is None:
+        return 0
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ValueError(f"{where}: expected an integer, got {raw!r}")
+    return raw
+
+
+def _vnpus(raw: Any) -> VNPUsConfig:
+    """``VNPUsConfig.UnmarshalYAML``: absent means no HAMi Ascend kind at all (spec §2.3)."""
+    if raw is None:
+        return VNPUsConfig()
+    if isinstance(raw, Mapping):
+        core = raw.get("hamiVnpuCore", False)
+        if not isinstance(core, bool):
+            raise ValueError(f"vnpus.hamiVnpuCore: expected a bool, got {core!r}")
+        entries, where = raw.get("configs") or [], "vnpus.configs"
+    elif isinstance(raw, list):
+        core, entries, where = False, raw, "vnpus"  # the legacy bare list
+    else:
+        raise ValueError("vnpus: neither a mapping nor a list")
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: not a list")
+    configs = []
+    for i, e in enumerate(entries):
+        w = f"{where}[{i}]"
+        if not isinstance(e, Mapping):
+            raise ValueError(f"{w}: not a mapping")
+        templates = []
+        for j, t in enumerate(e.get("templates") or []):
+            if not isinstance(t, Mapping):
+                raise ValueError(f"{w}.templates[{j}]: not a mapping")
+            templates.append(VNPUTemplate(str(t.get("name") or ""), _int(t.get("memory"), f"{w}.templates[{j}].memory")))
+        templates.sort(key=lambda t: t.memory)
+        configs.append(VNPUConfig(
+            common_word=str(e.get("commonWord") or ""),
+            chip_name=str(e.get("chipName") or ""),
+            resource_name=str(e.get("resourceName") or ""),
+            resource_memory_name=str(e.get("resourceMemoryName") or ""),
+            memory_allocatable=_int(e.get("memoryAllocatable"), f"{w}.memoryAllocatable"),
+            memory_capacity=_int(e.get("memoryCapacity"), f"{w}.memoryCapacity"),
+            ai_core=_int(e.get("aiCore"), f"{w}.aiCore"),
+            ai_cpu=_int(e.get("aiCPU"), f"{w}.aiCPU"),
+            templates=tuple(templates),
+        ))
+    return VNPUsConfig(core, tuple(configs))

@@ -1,9 +1,10 @@
 """The deviceshare plugin (plugins/deviceshare/deviceshare.go) and the per-node device builder.
 
 Device kinds are visited in Volcano's registry order (spec §1.1): GpuShare, then
-hamivgpu.  The predicate runs each requested kind's filter and fails the node on
-the first failure; the node order adds the kinds' scores, rounds half up and
-multiplies by ``ScheduleWeight`` (only when it is > 0).
+hamivgpu, then one HAMi Ascend kind per ``vnpus`` commonWord in config order.  The
+predicate runs each requested kind's filter and fails the node on the first failure;
+the node order adds the kinds' scores, rounds half up and multiplies by
+``ScheduleWeight`` (only when it is > 0).
 
 Allocation rides on the session's event handlers: on allocate (and pipeline) each
 requested kind takes its devices on the task's node and the annotations go into
@@ -28,11 +29,13 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventError, EventHandler, Session
+from vcsched.framework.stats import VGPUDeviceStats
 
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import DeviceConfig, DeviceShareArgs, load_device_config
 from .gpushare import GpuShareFamily
-from .vgpu import VGPUFamily
+from .hamivnpu import AscendHAMiFamily
+from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily
 
 
 log = structlog.get_logger("vcsched.deviceshare")
@@ -47,16 +50,26 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFa
         families.append(GpuShareFamily(args.gpu_sharing, args.gpu_number))
     if args.vgpu:
         families.append(VGPUFamily(config.nvidia, args.exclusive_rules))
+    if args.ascend_hami_vnpu:
+        vnpus = config.vnpus
+        words = tuple(c.common_word for c in vnpus.configs)
+        families.extend(AscendHAMiFamily(c, vnpus.hami_vnpu_core, words) for c in vnpus.configs)
+    for i, f in enumerate(families):
+        f.rank = i  # the place in RegisteredDevices (the HAMi Ascend kinds come from the device config)
     return families
 
 
 class NodeDeviceBuilder:
     """Parses a node's device registry once per node update (the cache calls it)."""
 
-    __slots__ = ("families",)
+    __slots__ = ("families", "ignored")
 
     def __init__(self, families: list[DeviceFamily]) -> None:
         self.families = families
+        # GetIgnoredDevices: resource names left out of pods' generic requests (HAMi Ascend memory and
+        # cores, spec §6.8.10).  Volcano adds them to a process-wide list when it first sees a node with
+        # such devices; here they follow the configuration, whatever order nodes and pods arrive in.
+        self.ignored = frozenset(n for f in families for n in getattr(f, "ignored", ()) if n)
 
     def __call__(self, node: Mapping[str, Any]) -> dict[str, NodeDevices]:
         name = (node.get("metadata") or {}).get("name") or ""
@@ -98,9 +111,16 @@ class DeviceSharePlugin(Plugin):
             for key, d in node.devices.items():
                 if key not in found:
                     found[key] = d.family
-        order = [f.key for f in build_families(self.args, DeviceConfig())]
-        self.families = [found[k] for k in order if k in found]
+        # the families come from the cache's builder (its device config), ranked in registry order;
+        # only the kinds this session's arguments enable (the HAMi Ascend kinds are named by the config)
+        enabled = {f.key for f in build_families(self.args, DeviceConfig())}
+        hami = self.args.ascend_hami_vnpu
+        self.families = sorted(
+            (f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
+            key=lambda f: f.rank)
         self._requests = {}
+        if VGPU_KEY in enabled:
+            ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
@@ -206,3 +226,28 @@ class DeviceSharePlugin(Plugin):
             changed = changed or held
         if changed:
             self._changed(node)
+
+
+def vgpu_device_stats(nodes: list[NodeInfo]) -> list[VGPUDeviceStats]:
+    """The vGPU ledgers as the snapshot rebuilt them from pod annotations, for the device gauges.
+
+    Volcano sets these gauges when it builds a node's vGPU object, which it does on every node update
+    and snapshot clone; session allocations never touch them (spec §8).
+    """
+    out = []
+    for node in nodes:
+        d = node.devices.get(VGPU_KEY)
+        if not isinstance(d, VGPUDevices):
+            continue
+        for gpu in d.devices:
+            pods: dict[str, tuple[int, int]] = {}
+            for uid in gpu.pods:
+                h = d.holders.get(uid)
+                if h is None:
+                    continue
+                mem = sum(e.mem for e in h.entries if e.device == gpu.index)
+                cores = sum(e.cores for e in h.entries if e.device == gpu.index)
+                pods[h.key.split("/", 1)[-1]] = (mem, cores)  # labelled by pod name, as Volcano does
+            out.append(VGPUDeviceStats(node.name, gpu.uuid, gpu.memory, gpu.used_num, gpu.used_mem, gpu.used_core,
+                                       pods))
+    return out

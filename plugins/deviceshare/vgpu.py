@@ -570,6 +570,26 @@ class VGPUDevices(NodeDevices):
             return ()  # the device plugin owns the annotations now
         return RELEASE_KEYS
 
+    def queue_resource(self, task: TaskInfo) -> dict[str, float] | None:
+        """``AddQueueResource`` (spec §6.3.9): the queue counts the granted memory and cores, summed over
+        the pod's own ``vgpu-ids-new`` entries that match this node's GPUs, in milli-units.  As in Volcano
+        only the annotation on the pod counts: a pod bound in this session reports its requests until the
+        next session sees the annotation."""
+        if self.family.request(task) is None:
+            return None
+        ids = pod_annotations(task).get(VGPU_IDS)
+        if ids is None:
+            return None
+        cfg = self.family.config
+        res: dict[str, float] = {}
+        for ctr in decode_pod_devices(ids):
+            for dev_id, mem, cores in ctr:
+                for d in self.devices:
+                    if d.uuid in dev_id:
+                        res[cfg.memory_name] = res.get(cfg.memory_name, 0.0) + mem * 1000
+                        res[cfg.core_name] = res.get(cfg.core_name, 0.0) + cores * 1000
+        return res
+
     def describe(self) -> list[DeviceUse]:
         out = []
         for d in self.devices:

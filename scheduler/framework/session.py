@@ -447,6 +447,21 @@ class Session:
                     message = fit_error
                 self.effects.append(PodCondition(task.namespace, task.name, reason, message, nominated))
 
+    def _queue_request(self, t: TaskInfo) -> Resource:
+        """``addNodeSharableDeviceUsage``: the node's device kinds may replace scalars of the request
+        (vGPU: the granted memory and cores, spec/devices.md §6.3.9)."""
+        node = self.nodes.get(t.node_name)
+        if node is None or not node.devices:
+            return t.resreq
+        req = t.resreq
+        for d in node.devices.values():
+            over = d.queue_resource(t)
+            if over:
+                if req is t.resreq:
+                    req = req.clone()
+                req.scalars.update(over)
+        return req
+
     def _update_queues(self) -> None:
         """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
         allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
@@ -455,7 +470,7 @@ class Session:
                 continue
             for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
                 for t in job.tasks_in(status):
-                    allocated[job.queue].add(t.resreq)
+                    allocated[job.queue].add(self._queue_request(t))
         if "root" in self.queues:
             own = {name: r.clone() for name, r in allocated.items()}
             for name, r in own.items():

@@ -28,6 +28,20 @@ class QueueStats:
 
 
 @dataclass(slots=True)
+class VGPUDeviceStats:
+    """One GPU of the vGPU ledger as rebuilt from pod annotations (the session's snapshot, before any
+    allocation), for Volcano's ``volcano_vgpu_device_*`` gauges (spec/devices.md §8)."""
+
+    node: str
+    device: str  # devID: the GPU UUID
+    memory_limit: int
+    shared_number: int
+    allocated_memory: int
+    allocated_cores: int
+    pods: dict[str, tuple[int, int]]  # pod name → (memory, cores) it holds on this GPU
+
+
+@dataclass(slots=True)
 class SessionStats:
     # (plugin, "OnSessionOpen" | "OnSessionClose", seconds)
     plugin_latency: list[tuple[str, str, float]] = field(default_factory=list)
@@ -46,3 +60,5 @@ class SessionStats:
     eviction_transactions: Counter[str] = field(default_factory=Counter)
     preemption_attempts: int = 0
     preemption_victims: int | None = None
+    # deviceshare: every vGPU at session open; None when no vGPU kind is in the session
+    vgpu_devices: list[VGPUDeviceStats] | None = None

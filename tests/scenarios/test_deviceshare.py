@@ -235,19 +235,25 @@ def test_more_vgpus_than_gpus(simulate):
 
 
 def test_malformed_register_annotation_leaves_other_nodes_alone(simulate):
-    """The bad node's vGPUs are ignored; as in Volcano, deviceshare then does not check it at all
-    (a device kind missing on a node is skipped), so only generic resource fit applies there."""
-    cluster = (gpu_node("bad", TWO_A100, register="GPU-x,10,40960:") + gpu_node("good", TWO_A100)
-               + vgpu_pod("p1", mem(1000), annotations={"volcano.sh/vgpu-use-gpuuuid": "GPU-b"}))
-    code, out = simulate(cluster, conf=conf(**{"deviceshare.SchedulePolicy": "binpack", "deviceshare.ScheduleWeight": 1}))
+    """The bad node's vGPUs are ignored (decodeNodeDevices rejects the node, NewGPUDevices returns nil,
+    so NodeInfo.Others has no hamivgpu).  Volcano's predicate then skips that device kind on the node
+    ("assertion conversion failed, skip"): it does NOT fail the node, only generic resource fit applies.
+    With binpack weight 1 the good node scores floor(100 × 1000/40960 + 0.5) = 2 and the bad one 0, so
+    the pod goes to the good node; alone with the bad node it binds there with no device annotation."""
+    bad = gpu_node("bad", TWO_A100, register="GPU-x,10,40960:")
+    pod = vgpu_pod("p1", mem(1000), annotations={"volcano.sh/vgpu-use-gpuuuid": "GPU-b"})
+    args = {"deviceshare.SchedulePolicy": "binpack", "deviceshare.ScheduleWeight": 1}
+    code, out = simulate(bad + gpu_node("good", TWO_A100) + pod, conf=conf(**args))
     assert code == 0
     assert out["nodes"]["bad"]["devices"] == []
     assert [d["id"] for d in out["nodes"]["good"]["devices"]] == ["GPU-a", "GPU-b"]
+    assert out["pods"]["default/p1"]["node"] == "good"
+    assert first_gpu(out, "p1") == "GPU-b"
+    code, out = simulate(bad + pod, conf=conf(**args))
+    assert code == 0
     placed = out["pods"]["default/p1"]
-    if placed["node"] == "good":
-        assert first_gpu(out, "p1") == "GPU-b"
-    else:
-        assert "volcano.sh/vgpu-ids-new" not in placed["annotations"]
+    assert placed["node"] == "bad" and placed["reason"] is None
+    assert not {"volcano.sh/vgpu-ids-new", "volcano.sh/devices-to-allocate", "volcano.sh/vgpu-node"} & set(placed["annotations"])
 
 
 def test_bad_device_inputs_exit_2(simulate):
@@ -302,3 +308,19 @@ def test_without_predicates_no_device_is_allocated_as_in_volcano(simulate):
     assert out["pods"]["default/p1"]["node"] == "n1"
     assert "volcano.sh/vgpu-ids-new" not in out["pods"]["default/p1"]["annotations"]
     assert all(d["slots_used"] == 0 for d in out["nodes"]["n1"]["devices"])
+
+
+def test_queue_allocated_counts_granted_vgpu_memory(simulate):
+    """§6.3.9: a pod granted 2 × 8000 MiB reports 16000 of volcano.sh/vgpu-memory in its queue (its request
+    says 8000); a pod bound in this session counts its request until its annotation is seen."""
+    bound = vgpu_pod("bound", mem(8000, n=2, cores=30), node_name="n1", annotations={
+        "volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,8000,30:GPU-b,NVIDIA,8000,30:", "volcano.sh/bind-phase": "success"})
+    code, out = simulate(gpu_node("n1", TWO_A100) + bound, conf=conf())
+    assert code == 0
+    allocated = out["queues"]["default"]["allocated"]
+    assert (allocated["volcano.sh/vgpu-memory"], allocated["volcano.sh/vgpu-cores"]) == ("16000", "60")
+    assert allocated["volcano.sh/vgpu-number"] == "2"
+    # no annotation on the pod (or none matching this node's GPUs): the requests stay
+    stale = vgpu_pod("stale", mem(8000, n=2), node_name="n1", annotations={"volcano.sh/vgpu-ids-new": "GPU-z,NVIDIA,1,0:"})
+    code, out = simulate(gpu_node("n1", TWO_A100) + stale, conf=conf())
+    assert out["queues"]["default"]["allocated"]["volcano.sh/vgpu-memory"] == "8000"
