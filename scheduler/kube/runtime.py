@@ -55,6 +55,8 @@ class RunOptions:
     retry: Retry | None = None
     watch_backoff: tuple[float, float] = (0.2, 10.0)
     watch_timeout: float = 300.0
+    # on stop, how long to wait for the binds in flight (below the pod's terminationGracePeriodSeconds)
+    shutdown_grace: float = 20.0
 
 
 class ConfError2(Exception):
@@ -308,6 +310,12 @@ class Runtime:
             await self.shutdown()
 
     async def shutdown(self) -> None:
+        # Binds in flight are waited for, not abandoned: the API server carries out a Binding
+        # even when its client has gone, so a successor that started while they were pending
+        # would see those pods pending and their GPUs free, and place something else there.
+        # Only then is the Lease released for a standby to take over.
+        if not await self.sink.drain(self.options.shutdown_grace):
+            log.warning("binds still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight)
         await self.sink.cancel()
         if self.elector is not None:
             # stop renewing first: a renewal racing the release would make it fail with 409

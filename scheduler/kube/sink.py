@@ -152,10 +152,20 @@ class KubeSink:
         if writes:
             await asyncio.gather(*writes)
 
-    async def drain(self) -> None:
-        """Wait for the binds in flight."""
+    @property
+    def binds_in_flight(self) -> int:
+        return len(self._binds)
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the binds in flight (at most ``timeout`` seconds); whether they all finished."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         while self._binds:
-            await asyncio.gather(*list(self._binds), return_exceptions=True)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(list(self._binds), timeout=left)
+        return True
 
     async def cancel(self) -> None:
         for t in list(self._binds):
