@@ -12,7 +12,9 @@
 - Queue status: a merge PATCH of queues/{name}/status.
 - PodScheduled=False and nominatedNodeName: a strategic merge PATCH of pods/{name}/status,
   only when they changed, with a FailedScheduling event then.
-- Evict: DisruptionTarget on the pod, a Warning Evict event, then DELETE (uid precondition).
+- Evict: the pod is Releasing in the cache at once (cache.go · Evict); a Warning Evict event,
+  Ready=False and DisruptionTarget on the pod, then DELETE (uid precondition).  A failed
+  eviction gives the cache the pod as the API last showed it.
 - Events: v1 Events from component ``volcano``; a repeat is a PATCH of count and lastTimestamp,
   as client-go's event correlator does.
 Every status write answers with the object, which goes straight into the cache.
@@ -148,6 +150,8 @@ class KubeSink:
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
             else:
+                if isinstance(e, Evict):
+                    self.feeder.evict(e.uid)
                 writes.append(self._bounded(e))
         if writes:
             await asyncio.gather(*writes)
@@ -185,7 +189,11 @@ class KubeSink:
                     uid = self._uid(e.kind, e.namespace, e.name)
                     await self.events.record(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
                 elif isinstance(e, Evict):
-                    await self._evict(e)
+                    try:
+                        await self._evict(e)
+                    except ApiError:
+                        self.feeder.evict_failed(e.uid)
+                        raise
             except ApiError as err:
                 log.warning("write failed", effect=type(e).__name__, error=str(err),
                             object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
@@ -328,7 +336,7 @@ class KubeSink:
                               STRATEGIC_MERGE_PATCH, f"pod status {e.namespace}/{e.name}")
         except ApiError as err:
             if err.status == 404:
-                return
+                return  # gone already
             raise
         try:
             await self.retry.call(lambda: self.client.request(

@@ -20,6 +20,7 @@ import asyncio
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import structlog
@@ -188,11 +189,17 @@ class CacheFeeder:
         self.pods: dict[str, dict[str, Any]] = {}  # uid → the latest manifest from the API
         self.pod_uids: dict[str, str] = {}  # ns/name → uid
         self.assumed: dict[str, Assumed] = {}
+        self.evicting: set[str] = set()  # pods being evicted, Releasing until the API deletes them
 
     # -- pods ------------------------------------------------------------------------
 
     def _feed_pod(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        if uid in self.evicting:
+            if obj["metadata"].get("deletionTimestamp"):
+                self.evicting.discard(uid)
+            else:
+                obj = with_deletion(obj)
         a = self.assumed.get(uid)
         if a is not None:
             if (obj.get("spec") or {}).get("nodeName") or (obj["metadata"].get("deletionTimestamp")):
@@ -213,6 +220,7 @@ class CacheFeeder:
         if self.pod_uids.get(object_key(obj)) == uid:
             del self.pod_uids[object_key(obj)]
         self.assumed.pop(uid, None)
+        self.evicting.discard(uid)
         self.cache.delete_pod(uid)
 
     def assume(self, uid: str, node: str, annotations: dict[str, str]) -> None:
@@ -227,6 +235,22 @@ class CacheFeeder:
         """The bind failed: the pod is pending again in the cache, its resources and devices free."""
         if self.assumed.pop(uid, None) is not None and uid in self.pods:
             self.cache.update_pod(self.pods[uid])
+
+    def evict(self, uid: str) -> None:
+        """The pod is being evicted (cache.go · Evict): Releasing from now on, so no later session
+        counts its resources as in use or picks it as a victim again before the API's DELETED arrives."""
+        obj = self.pods.get(uid)
+        if obj is None:
+            return
+        self.evicting.add(uid)
+        self._feed_pod(obj)
+
+    def evict_failed(self, uid: str) -> None:
+        """The eviction failed: the pod is what the API last said again (cache.go · resyncTask)."""
+        if uid in self.evicting:
+            self.evicting.discard(uid)
+            if uid in self.pods:
+                self._feed_pod(self.pods[uid])
 
     def uid_of(self, namespace: str, name: str) -> str | None:
         return self.pod_uids.get(f"{namespace}/{name}")
@@ -258,3 +282,11 @@ def with_binding(pod: Mapping[str, Any], node: str, annotations: Mapping[str, st
     if annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
     return {**pod, "metadata": meta, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+
+
+def with_deletion(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``pod`` as being deleted: Releasing for the cache, like Volcano's cache marks an evicted task."""
+    meta = dict(pod.get("metadata") or {})
+    meta["deletionTimestamp"] = meta.get("deletionTimestamp") or datetime.now(timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    return {**pod, "metadata": meta}
