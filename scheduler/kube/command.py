@@ -20,6 +20,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lease-namespace", default="volcano-system")
     p.add_argument("--configmap-name", default="volcano-scheduler-configmap")
     p.add_argument("--configmap-namespace", default="volcano-system")
+    p.add_argument("--default-queue", default="default",
+                   help="queue of PodGroups that name none; created at start with root when absent (default default)")
     p.set_defaults(run=run_command, log_level="info")
 
 
@@ -36,7 +38,8 @@ def run_command(args: Any) -> int:
     options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, listen=args.listen,
                          scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
                          configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,
-                         lease_name=args.lease_name, lease_namespace=args.lease_namespace)
+                         lease_name=args.lease_name, lease_namespace=args.lease_namespace,
+                         default_queue=args.default_queue)
 
     async def main() -> int:
         from .api import KubeClient, load_configuration

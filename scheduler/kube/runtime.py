@@ -27,7 +27,7 @@ from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, pa
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
 from ..scheduler import Scheduler
-from .api import CONFIGMAPS, KubeClient
+from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
 from .source import Backoff, CacheFeeder, Reflector, object_key
@@ -39,6 +39,7 @@ CONF_KEY = "volcano-scheduler.conf"
 @dataclass(slots=True)
 class RunOptions:
     scheduler_name: str = "volcano"
+    default_queue: str = "default"
     schedule_period: float = 1.0
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
@@ -175,7 +176,7 @@ class Runtime:
     def __init__(self, client: KubeClient, options: RunOptions) -> None:
         self.client = client
         self.options = options
-        self.cache = Cache((options.scheduler_name,))
+        self.cache = Cache((options.scheduler_name,), default_queue=options.default_queue)
         self.feeder = CacheFeeder(self.cache)
         self.conf_source = ConfSource(self)
         self.scheduler = Scheduler(self.cache, self.conf_source.conf)
@@ -252,8 +253,36 @@ class Runtime:
 
     # -- the loop -------------------------------------------------------------------------------
 
+    async def ensure_default_queues(self) -> None:
+        """cache.go · newDefaultAndRootQueue: ``root`` (not reclaimable) and the default queue
+        (reclaimable), weight 1, created when absent; someone else creating one first (409) is fine.
+        Volcano retries each 60 times a second apart and then exits; this retries until it works."""
+        backoff = Backoff(*self.options.watch_backoff)
+        for name, reclaimable in (("root", False), (self.options.default_queue, True)):
+            body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                    "spec": {"weight": 1, "reclaimable": reclaimable}}
+            while True:
+                try:
+                    try:
+                        await self.client.request("GET", QUEUES.path(None, name))
+                        break
+                    except ApiError as e:
+                        if e.status != 404:
+                            raise
+                    await self.client.request("POST", QUEUES.path(), body=body)
+                    log.info("queue created", queue=name)
+                    break
+                except ApiError as e:
+                    if e.status == 409:  # AlreadyExists: created meanwhile by another replica or a user
+                        break
+                    delay = backoff.next()
+                    log.error("queue not created, retrying", queue=name, error=str(e), retry_in=round(delay, 3))
+                    await asyncio.sleep(delay)
+            backoff.reset()
+
     async def start_source(self) -> None:
         o = self.options
+        await self.ensure_default_queues()
         self.reflectors = [self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()]
         if not o.scheduler_conf:
             self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
