@@ -1,6 +1,6 @@
 """``vcsched run``: the scheduler against an API server (scheduler.go · Run).
 
-Wiring: reflectors (source) → CacheFeeder → Cache → Scheduler.run_once → KubeSink.
+Wiring: reflectors (source) → CacheFeeder → Cache → snapshot → Scheduler.run_session (worker thread) → KubeSink.
 The scheduler conf comes from the ConfigMap (hot reload, last good conf kept) or
 from ``--scheduler-conf``.  No session runs before every initial list is synced;
 with leader election only the leader runs sessions, and a leader that loses its
@@ -299,8 +299,15 @@ class Runtime:
     async def run_session(self) -> None:
         if self.options.scheduler_conf:
             self.conf_source.load_file(self.options.scheduler_conf, initial=False)
-        effects = self.scheduler.run_once()
+        # The snapshot is taken here, on the loop, which alone touches the cache; the session runs
+        # on a worker thread, so the Lease is renewed and watch events flow into the cache meanwhile;
+        # its effects come back to the loop.  (Volcano's session also runs beside its informers.)
+        snapshot = self.cache.snapshot()
+        ssn, effects = await asyncio.to_thread(self.scheduler.run_session, snapshot)
+        self.scheduler.publish(ssn)
         self.sessions += 1
+        if self.elector is not None and self.elector.lost.is_set():
+            raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
         await self.sink.apply(effects)
 
     async def run(self, stop: asyncio.Event | None = None) -> int:
@@ -322,6 +329,8 @@ class Runtime:
                     raise LeadershipLost()
                 try:
                     await self.run_session()
+                except LeadershipLost:
+                    raise
                 except Exception:
                     log.exception("session failed")
                 sleep = self.spawn(asyncio.sleep(self.options.schedule_period))
