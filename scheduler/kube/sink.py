@@ -34,7 +34,7 @@ import structlog
 
 from ..framework.effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .api import EVENTS, MERGE_PATCH, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from .source import Backoff, CacheFeeder
+from .source import Assumed, Backoff, CacheFeeder
 
 log = structlog.get_logger("vcsched.kube.sink")
 
@@ -145,8 +145,8 @@ class KubeSink:
         writes = []
         for e in effects:
             if isinstance(e, Bind):
-                self.feeder.assume(e.uid, e.node, e.annotations)
-                task = asyncio.create_task(self._bind(e))
+                mine = self.feeder.assume(e.uid, e.node, e.annotations)
+                task = asyncio.create_task(self._bind(e, mine))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
             else:
@@ -208,7 +208,7 @@ class KubeSink:
 
     # -- bind ----------------------------------------------------------------------------------
 
-    async def _bind(self, e: Bind) -> None:
+    async def _bind(self, e: Bind, mine: Assumed | None) -> None:
         started = time.perf_counter()
         body = {
             "apiVersion": "v1", "kind": "Binding",
@@ -223,34 +223,37 @@ class KubeSink:
                 if err.status == 409:
                     # bound already: never bind twice; take the API's word for where it runs
                     log.info("pod already bound", pod=f"{e.namespace}/{e.name}", node=e.node, error=str(err))
-                    await self._resync(e)
+                    await self._resync(e, mine)
                     return
                 self.bind_failures += 1
                 log.warning("bind failed", pod=f"{e.namespace}/{e.name}", node=e.node, error=str(err))
-                self.feeder.forget(e.uid)
+                self.feeder.forget(e.uid, mine)
                 msg = f"failed to bind to node {e.node}: {err}"
                 await self._write_condition(e.namespace, e.name, "SchedulerError", msg, "")
                 await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling", msg)
-                await self._resync(e)
+                await self._resync(e, mine)
                 return
         self.bound += 1
         log.debug("bound", pod=f"{e.namespace}/{e.name}", node=e.node, seconds=round(time.perf_counter() - started, 4))
         await self.events.record("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
                                  f"Successfully assigned {e.namespace}/{e.name} to {e.node}")
 
-    async def _resync(self, e: Bind) -> None:
-        """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds."""
+    async def _resync(self, e: Bind, mine: Assumed | None) -> None:
+        """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds.
+
+        Only this bind's own assumption is dropped: once a failed bind has forgotten the pod, a
+        later session may have dispatched it again, and that newer bind's assumption must stand."""
         try:
             pod = await self.retry.call(lambda: self.client.request("GET", PODS.path(e.namespace, e.name)),
                                         f"get {e.namespace}/{e.name}")
         except ApiError as err:
             if err.status == 404:
-                self.feeder.assumed.pop(e.uid, None)
+                self.feeder.settle(e.uid, mine)  # gone: its DELETED event removes it
                 return
             log.warning("resync failed; the watch will correct the pod", pod=f"{e.namespace}/{e.name}", error=str(err))
-            self.feeder.forget(e.uid)
+            self.feeder.forget(e.uid, mine)
             return
-        self.feeder.assumed.pop(e.uid, None)
+        self.feeder.settle(e.uid, mine)
         self.feeder.pod(pod)
 
     # -- status writes ---------------------------------------------------------------------------

@@ -223,18 +223,28 @@ class CacheFeeder:
         self.evicting.discard(uid)
         self.cache.delete_pod(uid)
 
-    def assume(self, uid: str, node: str, annotations: dict[str, str]) -> None:
-        """The pod is being bound: account it on ``node`` with its annotations (devices) right away."""
+    def assume(self, uid: str, node: str, annotations: dict[str, str]) -> Assumed | None:
+        """The pod is being bound: account it on ``node`` with its annotations (devices) right away.
+        Returns the assumption, which only the bind that made it may settle or forget."""
         obj = self.pods.get(uid)
         if obj is None:
-            return
-        self.assumed[uid] = Assumed(node, dict(annotations))
+            return None
+        a = self.assumed[uid] = Assumed(node, dict(annotations))
         self.cache.update_pod(with_binding(obj, node, annotations))
+        return a
 
-    def forget(self, uid: str) -> None:
-        """The bind failed: the pod is pending again in the cache, its resources and devices free."""
-        if self.assumed.pop(uid, None) is not None and uid in self.pods:
-            self.cache.update_pod(self.pods[uid])
+    def forget(self, uid: str, a: Assumed | None) -> None:
+        """The bind failed: the pod is pending again in the cache, its resources and devices free.
+        Only assumption ``a``: a later bind of the same pod (a later session) keeps its own."""
+        if a is not None and self.assumed.get(uid) is a:
+            del self.assumed[uid]
+            if uid in self.pods:
+                self._feed_pod(self.pods[uid])
+
+    def settle(self, uid: str, a: Assumed | None) -> None:
+        """The API has answered for assumption ``a`` (bound, or the pod gone): the API's pod rules again."""
+        if a is not None and self.assumed.get(uid) is a:
+            del self.assumed[uid]
 
     def evict(self, uid: str) -> None:
         """The pod is being evicted (cache.go · Evict): Releasing from now on, so no later session
