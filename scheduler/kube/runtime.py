@@ -26,6 +26,7 @@ from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
+from ..metrics import Metrics
 from ..scheduler import Scheduler
 from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
 from .leader import LeaderElector
@@ -177,10 +178,11 @@ class Runtime:
         self.client = client
         self.options = options
         self.cache = Cache((options.scheduler_name,), default_queue=options.default_queue)
-        self.feeder = CacheFeeder(self.cache)
+        metrics = Metrics()
+        self.feeder = CacheFeeder(self.cache, metrics)
         self.conf_source = ConfSource(self)
-        self.scheduler = Scheduler(self.cache, self.conf_source.conf)
-        self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name,
+        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics)
+        self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
                              bind_workers=options.bind_workers, retry=options.retry)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"

@@ -34,7 +34,8 @@ import structlog
 
 from ..framework.effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .api import EVENTS, MERGE_PATCH, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from .source import Assumed, Backoff, CacheFeeder
+from ..metrics import Metrics
+from .source import Assumed, Backoff, CacheFeeder, creation_time
 
 log = structlog.get_logger("vcsched.kube.sink")
 
@@ -126,8 +127,10 @@ class EventRecorder:
 
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
-                 bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None) -> None:
+                 bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
+                 metrics: Metrics | None = None) -> None:
         self.client = client
+        self.metrics = metrics or Metrics()
         self.feeder = feeder
         self.scheduler_name = scheduler_name
         self.retry = retry or Retry()
@@ -146,6 +149,8 @@ class KubeSink:
         for e in effects:
             if isinstance(e, Bind):
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
+                if mine is not None:  # statement.go · allocate: the task is assumed on its node
+                    self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
                 task = asyncio.create_task(self._bind(e, mine))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
@@ -217,6 +222,7 @@ class KubeSink:
         }
         path = PODS.path(e.namespace, e.name, "binding")
         async with self._bind_slots:
+            sent = time.perf_counter()
             try:
                 await self.retry.call(lambda: self.client.request("POST", path, body=body), f"bind {e.namespace}/{e.name}")
             except ApiError as err:
@@ -234,6 +240,11 @@ class KubeSink:
                 await self._resync(e, mine)
                 return
         self.bound += 1
+        # DefaultBinder.Bind: the Bind stage (the API call, its retries included) and creation → Bound
+        self.metrics.scheduling_stage("Bind", time.perf_counter() - sent)
+        pod = self.feeder.pods.get(e.uid)
+        if pod is not None:
+            self.metrics.task_stage("Bound", creation_time(pod), time.time())
         log.debug("bound", pod=f"{e.namespace}/{e.name}", node=e.node, seconds=round(time.perf_counter() - started, 4))
         await self.events.record("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
                                  f"Successfully assigned {e.namespace}/{e.name} to {e.node}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,7 +26,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from ..api.task_info import parse_timestamp
 from ..cache import Cache
+from ..metrics import Metrics
 from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind
 
 log = structlog.get_logger("vcsched.kube.source")
@@ -184,8 +187,9 @@ class CacheFeeder:
     twice and its devices stay taken.
     """
 
-    def __init__(self, cache: Cache) -> None:
+    def __init__(self, cache: Cache, metrics: Metrics | None = None) -> None:
         self.cache = cache
+        self.metrics = metrics
         self.pods: dict[str, dict[str, Any]] = {}  # uid → the latest manifest from the API
         self.pod_uids: dict[str, str] = {}  # ns/name → uid
         self.assumed: dict[str, Assumed] = {}
@@ -210,6 +214,10 @@ class CacheFeeder:
 
     def pod(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        if (self.metrics is not None and uid not in self.pods and not (obj.get("spec") or {}).get("nodeName")
+                and self.cache.responsible_for(obj)):
+            # event_handlers.go · AddPod: an unbound pod of ours entered the cache
+            self.metrics.task_stage("Watched", creation_time(obj), time.time())
         self.pods[uid] = obj
         self.pod_uids[object_key(obj)] = uid
         self._feed_pod(obj)
@@ -300,3 +308,11 @@ def with_deletion(pod: Mapping[str, Any]) -> dict[str, Any]:
     meta["deletionTimestamp"] = meta.get("deletionTimestamp") or datetime.now(timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
     return {**pod, "metadata": meta}
+
+
+def creation_time(pod: Mapping[str, Any]) -> float:
+    """metadata.creationTimestamp in Unix seconds; 0 when absent or unreadable."""
+    try:
+        return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+    except (TypeError, ValueError):
+        return 0.0
