@@ -57,3 +57,21 @@ async def test_watch_events_and_lease_renewals_flow_during_a_session(api, start)
     await eventually(lambda: api.bindings, "the held session's bind")
     assert not gate.held_too_long
     assert rt.elector.leading.is_set() and not rt.elector.lost.is_set()
+
+
+async def test_a_leader_that_lost_its_lease_during_a_session_writes_nothing(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    gate = Gate()
+    rt = await start(leader_elect=True, identity="a")
+    rt.scheduler._plugins["priority"] = gate.plugin()
+    await eventually(gate.entered.is_set, "a session inside the held plugin")
+    # the renewals fail while the session runs: leadership is lost before its effects come back
+    api.fail(lambda r: r.resource is not None and r.resource.plural == "leases", status=500, times=10**6)
+    await eventually(rt.elector.lost.is_set, "leadership lost")
+    gate.release.set()
+    assert await rt.task == 1
+    assert not gate.held_too_long
+    assert not api.bindings and not [r for r in api.requests if r.subresource == "binding"]
+    assert rt.sessions == 1
