@@ -26,7 +26,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run_command(args: Any) -> int:
-    """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost, 2 on bad flags or conf."""
+    """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost or the root/default queue
+    cannot be created, 2 on bad flags or conf."""
     from .runtime import RunOptions, parse_duration, parse_listen
 
     try:

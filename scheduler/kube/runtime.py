@@ -41,6 +41,8 @@ CONF_KEY = "volcano-scheduler.conf"
 class RunOptions:
     scheduler_name: str = "volcano"
     default_queue: str = "default"
+    queue_init_attempts: int = 60  # creating root / the default queue, as Volcano: 60 tries, 1 s apart
+    queue_init_interval: float = 1.0
     schedule_period: float = 1.0
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
@@ -173,6 +175,10 @@ class LeadershipLost(Exception):
     pass
 
 
+class QueueInitError(Exception):
+    """The root or default queue could not be created: exit 1, as Volcano's scheduler does."""
+
+
 class Runtime:
     def __init__(self, client: KubeClient, options: RunOptions) -> None:
         self.client = client
@@ -256,31 +262,33 @@ class Runtime:
     # -- the loop -------------------------------------------------------------------------------
 
     async def ensure_default_queues(self) -> None:
-        """cache.go · newDefaultAndRootQueue: ``root`` (not reclaimable) and the default queue
-        (reclaimable), weight 1, created when absent; someone else creating one first (409) is fine.
-        Volcano retries each 60 times a second apart and then exits; this retries until it works."""
-        backoff = Backoff(*self.options.watch_backoff)
-        for name, reclaimable in (("root", False), (self.options.default_queue, True)):
+        """cache.go · newDefaultAndRootQueue: ``root`` (not reclaimable), then the default queue
+        (reclaimable), weight 1 and no status, created when a GET does not find them.  Each create
+        is tried ``queue_init_attempts`` times ``queue_init_interval`` apart; AlreadyExists (another
+        replica or a user was first) is fine; when every attempt fails the scheduler exits, as
+        Volcano's does (klog.Fatalf)."""
+        o = self.options
+        for name, reclaimable in (("root", False), (o.default_queue, True)):
+            try:
+                await self.client.request("GET", QUEUES.path(None, name))
+                continue
+            except ApiError as e:
+                if e.status != 404:  # Volcano logs it and goes on to create
+                    log.error("failed to get queue", queue=name, error=str(e))
             body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
                     "spec": {"weight": 1, "reclaimable": reclaimable}}
-            while True:
+            for attempt in range(1, o.queue_init_attempts + 1):
                 try:
-                    try:
-                        await self.client.request("GET", QUEUES.path(None, name))
-                        break
-                    except ApiError as e:
-                        if e.status != 404:
-                            raise
                     await self.client.request("POST", QUEUES.path(), body=body)
                     log.info("queue created", queue=name)
                     break
                 except ApiError as e:
-                    if e.status == 409:  # AlreadyExists: created meanwhile by another replica or a user
+                    if e.status == 409:
                         break
-                    delay = backoff.next()
-                    log.error("queue not created, retrying", queue=name, error=str(e), retry_in=round(delay, 3))
-                    await asyncio.sleep(delay)
-            backoff.reset()
+                    if attempt == o.queue_init_attempts:
+                        raise QueueInitError(f"failed to init {name} queue: {e}") from None
+                    log.error("failed to create queue, will retry", queue=name, error=str(e))
+                    await asyncio.sleep(o.queue_init_interval)
 
     async def start_source(self) -> None:
         o = self.options
@@ -313,7 +321,7 @@ class Runtime:
         await self.sink.apply(effects)
 
     async def run(self, stop: asyncio.Event | None = None) -> int:
-        """Serve until ``stop`` is set (0) or leadership is lost (1)."""
+        """Serve until ``stop`` is set (0), leadership is lost or the default queues cannot be made (1)."""
         stop = stop or asyncio.Event()
         stopping = self.spawn(stop.wait())
         try:
@@ -345,6 +353,9 @@ class Runtime:
             return 0
         except LeadershipLost:
             log.error("leadership lost; stopping")
+            return 1
+        except QueueInitError as e:
+            log.error(str(e))
             return 1
         finally:
             await self.shutdown()

@@ -53,10 +53,20 @@ async def test_existing_queues_are_left_alone_and_409_is_fine(api, start):
     assert api.get(GROUP, "queues", "", "default") is None
 
 
+def is_queue_post(r) -> bool:
+    return r.resource is not None and r.resource.plural == "queues" and r.method.value == "POST"
+
+
 async def test_a_failed_create_is_retried(api, start):
-    api.fail(lambda r: r.resource is not None and r.resource.plural == "queues" and r.method.value == "POST",
-             status=500, times=2)
-    rt = await start()
+    api.fail(is_queue_post, status=500, times=2)
+    rt = await start(queue_init_interval=0.01)
     await eventually(lambda: rt.synced.is_set(), "synced")
     assert api.get(GROUP, "queues", "", "root") and api.get(GROUP, "queues", "", "default")
     assert len(queue_posts(api)) == 4
+
+
+async def test_the_scheduler_exits_when_the_queues_cannot_be_created(api, start):
+    api.fail(is_queue_post, status=403, times=10**6)  # say, a ClusterRole without queues create
+    rt = await start(queue_init_attempts=3, queue_init_interval=0.01)
+    assert await rt.task == 1
+    assert len(queue_posts(api)) == 3 and not rt.synced.is_set() and rt.sessions == 0
