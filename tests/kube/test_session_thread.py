@@ -75,3 +75,20 @@ async def test_a_leader_that_lost_its_lease_during_a_session_writes_nothing(api,
     assert not gate.held_too_long
     assert not api.bindings and not [r for r in api.requests if r.subresource == "binding"]
     assert rt.sessions == 1
+
+
+async def test_a_stop_during_a_session_finishes_the_cycle_and_waits_for_its_binds(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    slow = api.fail(lambda r: r.subresource == "binding", delay=0.2)
+    gate = Gate()
+    rt = await start()
+    rt.scheduler._plugins["priority"] = gate.plugin()
+    await eventually(gate.entered.is_set, "a session inside the held plugin")
+    rt.stop_event.set()
+    gate.release.set()
+    assert await rt.task == 0
+    # the cycle's bind was sent and answered before run() returned: a successor sees p1 bound
+    assert slow.released == 1 and api.bindings == [("default", "p1", "n0")]
+    assert rt.sink.bound == 1 and rt.sink.binds_in_flight == 0
