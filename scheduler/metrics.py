@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 NAMESPACE = "volcano"
 EVICTION_ACTIONS = frozenset({"preempt", "reclaim", "gangpreempt", "gangreclaim"})
+# task_scheduling_latency stages: Watched (an unbound pod added to the cache), Assumed (allocated in
+# memory, its bind dispatched), PreBound (after PreBind, which vcsched does not have: it binds no
+# volumes and no DRA claims), Bound (the Binding accepted)
+TASK_STAGES = ("Watched", "Assumed", "PreBound", "Bound")
 
 
 def _buckets(lo: float, hi: float, count: int) -> list[float]:
@@ -111,6 +115,16 @@ class Metrics:
         # deviceshare's vGPU gauges: the ledger of the latest session, turned into samples when scraped
         self.vgpu_devices = _VGPUDeviceCollector()
         r.register(self.vgpu_devices)
+        # the bind path (recorded by the Kubernetes source and sink, not by sessions)
+        self.task_latency = Histogram(
+            "task_scheduling_latency_milliseconds", "Task scheduling latency from creation to various stages in milliseconds",
+            ["stage"], namespace=ns, buckets=_buckets(50, 60000, 30), registry=r,
+        )
+        self.stage_duration = Histogram(
+            "scheduling_stage_duration_milliseconds",
+            "Duration of per-task scheduling stages (Predicate, Scoring, PreBind, Bind) in milliseconds",
+            ["stage"], namespace=ns, buckets=_buckets(0.1, 500, 20), registry=r,
+        )
 
     # -- the loop's own timings -------------------------------------------------------------
 
@@ -122,6 +136,19 @@ class Metrics:
 
     def action(self, name: str, seconds: float) -> None:
         self.actions.labels(action=name).observe(seconds * 1000)
+
+    # -- the bind path ----------------------------------------------------------------------------
+
+    def task_stage(self, stage: str, created: float, now: float) -> None:
+        """``UpdateTaskScheduleDuration``: pod creation → ``stage`` (one of TASK_STAGES); nothing
+        when the creation time is unknown (0)."""
+        if created <= 0:
+            return
+        self.task_latency.labels(stage).observe(max(0.0, now - created) * 1000)
+
+    def scheduling_stage(self, stage: str, seconds: float) -> None:
+        """``UpdateSchedulingStageDuration``: how long one task's ``stage`` took."""
+        self.stage_duration.labels(stage).observe(seconds * 1000)
 
     # -- what a session observed ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from .cache import Cache
 from .conf import SchedulerConfiguration
 from .framework.effects import Effect
 from .framework.registry import action_classes, plugin_classes
-from .framework.session import SchedulerState, Session
+from .framework.session import SchedulerState, Session, Snapshot
 from .metrics import Metrics
 
 
@@ -24,9 +24,17 @@ class Scheduler:
 
     def run_once(self, now: float | None = None, uid: str | None = None) -> list[Effect]:
         """Open a session on a snapshot, run the configured actions, close it; return its effects."""
+        ssn, effects = self.run_session(self.cache.snapshot(), now, uid)
+        self.publish(ssn)
+        return effects
+
+    def run_session(self, snapshot: Snapshot, now: float | None = None,
+                    uid: str | None = None) -> tuple[Session, list[Effect]]:
+        """One session on ``snapshot``.  It touches neither the cache nor the per-job metric records
+        (only thread-safe histograms), so it may run on another thread than the one owning those."""
         conf = self.conf  # a reload takes effect from the next cycle
         started = time.perf_counter()
-        ssn = Session(self.cache.snapshot(), conf, self._plugins, self.state, now=now, uid=uid or str(uuid.uuid4()))
+        ssn = Session(snapshot, conf, self._plugins, self.state, now=now, uid=uid or str(uuid.uuid4()))
         ssn.open()
         self.metrics.open_session(time.perf_counter() - started)
         for name in conf.actions:
@@ -35,6 +43,9 @@ class Scheduler:
             self.metrics.action(name, time.perf_counter() - t0)
         effects = ssn.close()
         self.metrics.cycle(time.perf_counter() - started)
+        return ssn, effects
+
+    def publish(self, ssn: Session) -> None:
+        """The closed session's observations into the metrics (on the thread that owns the cache)."""
         self.metrics.publish(ssn)
         self.last_session = ssn
-        return effects

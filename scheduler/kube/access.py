@@ -29,6 +29,8 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
     Access("", "configmaps", ("get", "list", "watch"), "the scheduler conf (hot reload) and the device ConfigMaps"),
     Access("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch"), "job and task priorities"),
     Access("scheduling.volcano.sh", "queues", ("get", "list", "watch"), "queues: weight, capability, state"),
+    Access("scheduling.volcano.sh", "queues", ("create",),
+           "the root and default queues, created at start when absent (as Volcano's scheduler cache does)"),
     Access("scheduling.volcano.sh", "queues/status", ("patch",), "queue status.allocated"),
     Access("scheduling.volcano.sh", "podgroups", ("get", "list", "watch"), "the gangs to schedule"),
     Access("scheduling.volcano.sh", "podgroups", ("patch",),

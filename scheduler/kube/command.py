@@ -20,11 +20,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lease-namespace", default="volcano-system")
     p.add_argument("--configmap-name", default="volcano-scheduler-configmap")
     p.add_argument("--configmap-namespace", default="volcano-system")
+    p.add_argument("--default-queue", default="default",
+                   help="queue of PodGroups that name none; created at start with root when absent (default default)")
     p.set_defaults(run=run_command, log_level="info")
 
 
 def run_command(args: Any) -> int:
-    """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost, 2 on bad flags or conf."""
+    """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost or the root/default queue
+    cannot be created, 2 on bad flags or conf."""
     from .runtime import RunOptions, parse_duration, parse_listen
 
     try:
@@ -36,7 +39,8 @@ def run_command(args: Any) -> int:
     options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, listen=args.listen,
                          scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
                          configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,
-                         lease_name=args.lease_name, lease_namespace=args.lease_namespace)
+                         lease_name=args.lease_name, lease_namespace=args.lease_namespace,
+                         default_queue=args.default_queue)
 
     async def main() -> int:
         from .api import KubeClient, load_configuration

@@ -1,6 +1,6 @@
 """``vcsched run``: the scheduler against an API server (scheduler.go · Run).
 
-Wiring: reflectors (source) → CacheFeeder → Cache → Scheduler.run_once → KubeSink.
+Wiring: reflectors (source) → CacheFeeder → Cache → snapshot → Scheduler.run_session (worker thread) → KubeSink.
 The scheduler conf comes from the ConfigMap (hot reload, last good conf kept) or
 from ``--scheduler-conf``.  No session runs before every initial list is synced;
 with leader election only the leader runs sessions, and a leader that loses its
@@ -26,8 +26,9 @@ from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
+from ..metrics import Metrics
 from ..scheduler import Scheduler
-from .api import CONFIGMAPS, KubeClient
+from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
 from .source import Backoff, CacheFeeder, Reflector, object_key
@@ -39,6 +40,9 @@ CONF_KEY = "volcano-scheduler.conf"
 @dataclass(slots=True)
 class RunOptions:
     scheduler_name: str = "volcano"
+    default_queue: str = "default"
+    queue_init_attempts: int = 60  # creating root / the default queue, as Volcano: 60 tries, 1 s apart
+    queue_init_interval: float = 1.0
     schedule_period: float = 1.0
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
@@ -55,6 +59,8 @@ class RunOptions:
     retry: Retry | None = None
     watch_backoff: tuple[float, float] = (0.2, 10.0)
     watch_timeout: float = 300.0
+    # on stop, how long to wait for the binds in flight (below the pod's terminationGracePeriodSeconds)
+    shutdown_grace: float = 20.0
 
 
 class ConfError2(Exception):
@@ -169,15 +175,20 @@ class LeadershipLost(Exception):
     pass
 
 
+class QueueInitError(Exception):
+    """The root or default queue could not be created: exit 1, as Volcano's scheduler does."""
+
+
 class Runtime:
     def __init__(self, client: KubeClient, options: RunOptions) -> None:
         self.client = client
         self.options = options
-        self.cache = Cache((options.scheduler_name,))
-        self.feeder = CacheFeeder(self.cache)
+        self.cache = Cache((options.scheduler_name,), default_queue=options.default_queue)
+        metrics = Metrics()
+        self.feeder = CacheFeeder(self.cache, metrics)
         self.conf_source = ConfSource(self)
-        self.scheduler = Scheduler(self.cache, self.conf_source.conf)
-        self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name,
+        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics)
+        self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
                              bind_workers=options.bind_workers, retry=options.retry)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -250,8 +261,38 @@ class Runtime:
 
     # -- the loop -------------------------------------------------------------------------------
 
+    async def ensure_default_queues(self) -> None:
+        """cache.go · newDefaultAndRootQueue: ``root`` (not reclaimable), then the default queue
+        (reclaimable), weight 1 and no status, created when a GET does not find them.  Each create
+        is tried ``queue_init_attempts`` times ``queue_init_interval`` apart; AlreadyExists (another
+        replica or a user was first) is fine; when every attempt fails the scheduler exits, as
+        Volcano's does (klog.Fatalf)."""
+        o = self.options
+        for name, reclaimable in (("root", False), (o.default_queue, True)):
+            try:
+                await self.client.request("GET", QUEUES.path(None, name))
+                continue
+            except ApiError as e:
+                if e.status != 404:  # Volcano logs it and goes on to create
+                    log.error("failed to get queue", queue=name, error=str(e))
+            body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                    "spec": {"weight": 1, "reclaimable": reclaimable}}
+            for attempt in range(1, o.queue_init_attempts + 1):
+                try:
+                    await self.client.request("POST", QUEUES.path(), body=body)
+                    log.info("queue created", queue=name)
+                    break
+                except ApiError as e:
+                    if e.status == 409:
+                        break
+                    if attempt == o.queue_init_attempts:
+                        raise QueueInitError(f"failed to init {name} queue: {e}") from None
+                    log.error("failed to create queue, will retry", queue=name, error=str(e))
+                    await asyncio.sleep(o.queue_init_interval)
+
     async def start_source(self) -> None:
         o = self.options
+        await self.ensure_default_queues()
         self.reflectors = [self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()]
         if not o.scheduler_conf:
             self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
@@ -268,12 +309,19 @@ class Runtime:
     async def run_session(self) -> None:
         if self.options.scheduler_conf:
             self.conf_source.load_file(self.options.scheduler_conf, initial=False)
-        effects = self.scheduler.run_once()
+        # The snapshot is taken here, on the loop, which alone touches the cache; the session runs
+        # on a worker thread, so the Lease is renewed and watch events flow into the cache meanwhile;
+        # its effects come back to the loop.  (Volcano's session also runs beside its informers.)
+        snapshot = self.cache.snapshot()
+        ssn, effects = await asyncio.to_thread(self.scheduler.run_session, snapshot)
+        self.scheduler.publish(ssn)
         self.sessions += 1
+        if self.elector is not None and self.elector.lost.is_set():
+            raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
         await self.sink.apply(effects)
 
     async def run(self, stop: asyncio.Event | None = None) -> int:
-        """Serve until ``stop`` is set (0) or leadership is lost (1)."""
+        """Serve until ``stop`` is set (0), leadership is lost or the default queues cannot be made (1)."""
         stop = stop or asyncio.Event()
         stopping = self.spawn(stop.wait())
         try:
@@ -291,6 +339,8 @@ class Runtime:
                     raise LeadershipLost()
                 try:
                     await self.run_session()
+                except LeadershipLost:
+                    raise
                 except Exception:
                     log.exception("session failed")
                 sleep = self.spawn(asyncio.sleep(self.options.schedule_period))
@@ -304,10 +354,19 @@ class Runtime:
         except LeadershipLost:
             log.error("leadership lost; stopping")
             return 1
+        except QueueInitError as e:
+            log.error(str(e))
+            return 1
         finally:
             await self.shutdown()
 
     async def shutdown(self) -> None:
+        # Binds in flight are waited for, not abandoned: the API server carries out a Binding
+        # even when its client has gone, so a successor that started while they were pending
+        # would see those pods pending and their GPUs free, and place something else there.
+        # Only then is the Lease released for a standby to take over.
+        if not await self.sink.drain(self.options.shutdown_grace):
+            log.warning("binds still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight)
         await self.sink.cancel()
         if self.elector is not None:
             # stop renewing first: a renewal racing the release would make it fail with 409

@@ -12,7 +12,9 @@
 - Queue status: a merge PATCH of queues/{name}/status.
 - PodScheduled=False and nominatedNodeName: a strategic merge PATCH of pods/{name}/status,
   only when they changed, with a FailedScheduling event then.
-- Evict: DisruptionTarget on the pod, a Warning Evict event, then DELETE (uid precondition).
+- Evict: the pod is Releasing in the cache at once (cache.go · Evict); a Warning Evict event,
+  Ready=False and DisruptionTarget on the pod, then DELETE (uid precondition).  A failed
+  eviction gives the cache the pod as the API last showed it.
 - Events: v1 Events from component ``volcano``; a repeat is a PATCH of count and lastTimestamp,
   as client-go's event correlator does.
 Every status write answers with the object, which goes straight into the cache.
@@ -32,7 +34,8 @@ import structlog
 
 from ..framework.effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .api import EVENTS, MERGE_PATCH, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from .source import Backoff, CacheFeeder
+from ..metrics import Metrics
+from .source import Assumed, Backoff, CacheFeeder, creation_time
 
 log = structlog.get_logger("vcsched.kube.sink")
 
@@ -124,8 +127,10 @@ class EventRecorder:
 
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
-                 bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None) -> None:
+                 bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
+                 metrics: Metrics | None = None) -> None:
         self.client = client
+        self.metrics = metrics or Metrics()
         self.feeder = feeder
         self.scheduler_name = scheduler_name
         self.retry = retry or Retry()
@@ -143,19 +148,33 @@ class KubeSink:
         writes = []
         for e in effects:
             if isinstance(e, Bind):
-                self.feeder.assume(e.uid, e.node, e.annotations)
-                task = asyncio.create_task(self._bind(e))
+                mine = self.feeder.assume(e.uid, e.node, e.annotations)
+                if mine is not None:  # statement.go · allocate: the task is assumed on its node
+                    self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
+                task = asyncio.create_task(self._bind(e, mine))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
             else:
+                if isinstance(e, Evict):
+                    self.feeder.evict(e.uid)
                 writes.append(self._bounded(e))
         if writes:
             await asyncio.gather(*writes)
 
-    async def drain(self) -> None:
-        """Wait for the binds in flight."""
+    @property
+    def binds_in_flight(self) -> int:
+        return len(self._binds)
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the binds in flight (at most ``timeout`` seconds); whether they all finished."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         while self._binds:
-            await asyncio.gather(*list(self._binds), return_exceptions=True)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(list(self._binds), timeout=left)
+        return True
 
     async def cancel(self) -> None:
         for t in list(self._binds):
@@ -175,7 +194,11 @@ class KubeSink:
                     uid = self._uid(e.kind, e.namespace, e.name)
                     await self.events.record(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
                 elif isinstance(e, Evict):
-                    await self._evict(e)
+                    try:
+                        await self._evict(e)
+                    except ApiError:
+                        self.feeder.evict_failed(e.uid)
+                        raise
             except ApiError as err:
                 log.warning("write failed", effect=type(e).__name__, error=str(err),
                             object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
@@ -190,7 +213,7 @@ class KubeSink:
 
     # -- bind ----------------------------------------------------------------------------------
 
-    async def _bind(self, e: Bind) -> None:
+    async def _bind(self, e: Bind, mine: Assumed | None) -> None:
         started = time.perf_counter()
         body = {
             "apiVersion": "v1", "kind": "Binding",
@@ -199,40 +222,49 @@ class KubeSink:
         }
         path = PODS.path(e.namespace, e.name, "binding")
         async with self._bind_slots:
+            sent = time.perf_counter()
             try:
                 await self.retry.call(lambda: self.client.request("POST", path, body=body), f"bind {e.namespace}/{e.name}")
             except ApiError as err:
                 if err.status == 409:
                     # bound already: never bind twice; take the API's word for where it runs
                     log.info("pod already bound", pod=f"{e.namespace}/{e.name}", node=e.node, error=str(err))
-                    await self._resync(e)
+                    await self._resync(e, mine)
                     return
                 self.bind_failures += 1
                 log.warning("bind failed", pod=f"{e.namespace}/{e.name}", node=e.node, error=str(err))
-                self.feeder.forget(e.uid)
+                self.feeder.forget(e.uid, mine)
                 msg = f"failed to bind to node {e.node}: {err}"
                 await self._write_condition(e.namespace, e.name, "SchedulerError", msg, "")
                 await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling", msg)
-                await self._resync(e)
+                await self._resync(e, mine)
                 return
         self.bound += 1
+        # DefaultBinder.Bind: the Bind stage (the API call, its retries included) and creation → Bound
+        self.metrics.scheduling_stage("Bind", time.perf_counter() - sent)
+        pod = self.feeder.pods.get(e.uid)
+        if pod is not None:
+            self.metrics.task_stage("Bound", creation_time(pod), time.time())
         log.debug("bound", pod=f"{e.namespace}/{e.name}", node=e.node, seconds=round(time.perf_counter() - started, 4))
         await self.events.record("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
                                  f"Successfully assigned {e.namespace}/{e.name} to {e.node}")
 
-    async def _resync(self, e: Bind) -> None:
-        """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds."""
+    async def _resync(self, e: Bind, mine: Assumed | None) -> None:
+        """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds.
+
+        Only this bind's own assumption is dropped: once a failed bind has forgotten the pod, a
+        later session may have dispatched it again, and that newer bind's assumption must stand."""
         try:
             pod = await self.retry.call(lambda: self.client.request("GET", PODS.path(e.namespace, e.name)),
                                         f"get {e.namespace}/{e.name}")
         except ApiError as err:
             if err.status == 404:
-                self.feeder.assumed.pop(e.uid, None)
+                self.feeder.settle(e.uid, mine)  # gone: its DELETED event removes it
                 return
             log.warning("resync failed; the watch will correct the pod", pod=f"{e.namespace}/{e.name}", error=str(err))
-            self.feeder.forget(e.uid)
+            self.feeder.forget(e.uid, mine)
             return
-        self.feeder.assumed.pop(e.uid, None)
+        self.feeder.settle(e.uid, mine)
         self.feeder.pod(pod)
 
     # -- status writes ---------------------------------------------------------------------------
@@ -318,7 +350,7 @@ class KubeSink:
                               STRATEGIC_MERGE_PATCH, f"pod status {e.namespace}/{e.name}")
         except ApiError as err:
             if err.status == 404:
-                return
+                return  # gone already
             raise
         try:
             await self.retry.call(lambda: self.client.request(

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import structlog
 
+from ..api.task_info import parse_timestamp
 from ..cache import Cache
+from ..metrics import Metrics
 from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind
 
 log = structlog.get_logger("vcsched.kube.source")
@@ -183,16 +187,23 @@ class CacheFeeder:
     twice and its devices stay taken.
     """
 
-    def __init__(self, cache: Cache) -> None:
+    def __init__(self, cache: Cache, metrics: Metrics | None = None) -> None:
         self.cache = cache
+        self.metrics = metrics
         self.pods: dict[str, dict[str, Any]] = {}  # uid → the latest manifest from the API
         self.pod_uids: dict[str, str] = {}  # ns/name → uid
         self.assumed: dict[str, Assumed] = {}
+        self.evicting: set[str] = set()  # pods being evicted, Releasing until the API deletes them
 
     # -- pods ------------------------------------------------------------------------
 
     def _feed_pod(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        if uid in self.evicting:
+            if obj["metadata"].get("deletionTimestamp"):
+                self.evicting.discard(uid)
+            else:
+                obj = with_deletion(obj)
         a = self.assumed.get(uid)
         if a is not None:
             if (obj.get("spec") or {}).get("nodeName") or (obj["metadata"].get("deletionTimestamp")):
@@ -203,6 +214,10 @@ class CacheFeeder:
 
     def pod(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        if (self.metrics is not None and uid not in self.pods and not (obj.get("spec") or {}).get("nodeName")
+                and self.cache.responsible_for(obj)):
+            # event_handlers.go · AddPod: an unbound pod of ours entered the cache
+            self.metrics.task_stage("Watched", creation_time(obj), time.time())
         self.pods[uid] = obj
         self.pod_uids[object_key(obj)] = uid
         self._feed_pod(obj)
@@ -213,20 +228,47 @@ class CacheFeeder:
         if self.pod_uids.get(object_key(obj)) == uid:
             del self.pod_uids[object_key(obj)]
         self.assumed.pop(uid, None)
+        self.evicting.discard(uid)
         self.cache.delete_pod(uid)
 
-    def assume(self, uid: str, node: str, annotations: dict[str, str]) -> None:
-        """The pod is being bound: account it on ``node`` with its annotations (devices) right away."""
+    def assume(self, uid: str, node: str, annotations: dict[str, str]) -> Assumed | None:
+        """The pod is being bound: account it on ``node`` with its annotations (devices) right away.
+        Returns the assumption, which only the bind that made it may settle or forget."""
+        obj = self.pods.get(uid)
+        if obj is None:
+            return None
+        a = self.assumed[uid] = Assumed(node, dict(annotations))
+        self.cache.update_pod(with_binding(obj, node, annotations))
+        return a
+
+    def forget(self, uid: str, a: Assumed | None) -> None:
+        """The bind failed: the pod is pending again in the cache, its resources and devices free.
+        Only assumption ``a``: a later bind of the same pod (a later session) keeps its own."""
+        if a is not None and self.assumed.get(uid) is a:
+            del self.assumed[uid]
+            if uid in self.pods:
+                self._feed_pod(self.pods[uid])
+
+    def settle(self, uid: str, a: Assumed | None) -> None:
+        """The API has answered for assumption ``a`` (bound, or the pod gone): the API's pod rules again."""
+        if a is not None and self.assumed.get(uid) is a:
+            del self.assumed[uid]
+
+    def evict(self, uid: str) -> None:
+        """The pod is being evicted (cache.go · Evict): Releasing from now on, so no later session
+        counts its resources as in use or picks it as a victim again before the API's DELETED arrives."""
         obj = self.pods.get(uid)
         if obj is None:
             return
-        self.assumed[uid] = Assumed(node, dict(annotations))
-        self.cache.update_pod(with_binding(obj, node, annotations))
+        self.evicting.add(uid)
+        self._feed_pod(obj)
 
-    def forget(self, uid: str) -> None:
-        """The bind failed: the pod is pending again in the cache, its resources and devices free."""
-        if self.assumed.pop(uid, None) is not None and uid in self.pods:
-            self.cache.update_pod(self.pods[uid])
+    def evict_failed(self, uid: str) -> None:
+        """The eviction failed: the pod is what the API last said again (cache.go · resyncTask)."""
+        if uid in self.evicting:
+            self.evicting.discard(uid)
+            if uid in self.pods:
+                self._feed_pod(self.pods[uid])
 
     def uid_of(self, namespace: str, name: str) -> str | None:
         return self.pod_uids.get(f"{namespace}/{name}")
@@ -258,3 +300,19 @@ def with_binding(pod: Mapping[str, Any], node: str, annotations: Mapping[str, st
     if annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
     return {**pod, "metadata": meta, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+
+
+def with_deletion(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``pod`` as being deleted: Releasing for the cache, like Volcano's cache marks an evicted task."""
+    meta = dict(pod.get("metadata") or {})
+    meta["deletionTimestamp"] = meta.get("deletionTimestamp") or datetime.now(timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    return {**pod, "metadata": meta}
+
+
+def creation_time(pod: Mapping[str, Any]) -> float:
+    """metadata.creationTimestamp in Unix seconds; 0 when absent or unreadable."""
+    try:
+        return parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+    except (TypeError, ValueError):
+        return 0.0

@@ -428,3 +428,74 @@ def test_single_replica_without_leader_election(chart):
     args = flags(container_args(out.one("Deployment")))
     assert not {"leader-elect", "lease-name", "lease-namespace"} & args.keys()
     assert out.one("Deployment")["spec"]["replicas"] == 1
+
+
+# -- the image and the command line: chart, Dockerfile and CLI cannot drift ---------------------------
+
+def parse_run(argv: list[str]):
+    """``argv`` (after the program name) through the real ``vcsched run`` argparse parser and the
+    checks ``run_command`` makes before it starts; an unknown flag or a bad value fails the test."""
+    import argparse
+    import contextlib
+    import io
+
+    from vcsched.kube.command import add_parser
+    from vcsched.kube.runtime import parse_duration, parse_listen
+
+    parser = argparse.ArgumentParser(prog="vcsched")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit:
+        raise AssertionError(f"vcsched {' '.join(argv)}: {err.getvalue().strip()}") from None
+    assert args.command == "run"
+    parse_duration(args.schedule_period)
+    parse_listen(args.listen)
+    return args
+
+
+def dockerfile_entrypoint() -> list[str]:
+    import json
+
+    lines = [ln for ln in (ROOT / "Dockerfile").read_text().splitlines() if ln.startswith("ENTRYPOINT ")]
+    assert len(lines) == 1
+    return json.loads(lines[0].removeprefix("ENTRYPOINT "))
+
+
+def test_dockerfile_builds_the_image_the_chart_runs(default):
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    (container,) = default.one("Deployment")["spec"]["template"]["spec"]["containers"]
+    # the default image is the Dockerfile's build as the README says to tag it
+    assert container["image"] == f"vcsched:{version}"
+    assert f"docker build -t vcsched:{version} ." in (ROOT / "README.md").read_text()
+    assert f"docker build -t vcsched:{version} ." in (ROOT / "Dockerfile").read_text()
+    # the image's ENTRYPOINT and the chart's command line start the same program
+    assert dockerfile_entrypoint() == ["vcsched", "run"]
+    assert (container["command"] + container["args"])[:2] == ["vcsched", "run"]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim" in dockerfile and "USER 65532" in dockerfile
+    assert "[test]" not in dockerfile
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"leaderElection": {"enabled": False}, "replicas": 1, "scheduler": {"schedulePeriod": "500ms", "port": 9090}},
+    {"scheduler": {"extraArgs": ["--scheduler-conf=/etc/vcsched/conf", "--default-queue=batch"]}},
+])
+def test_chart_args_are_flags_vcsched_run_accepts(chart, values):
+    (container,) = render(chart, values).one("Deployment")["spec"]["template"]["spec"]["containers"]
+    argv = container["command"][1:] + container["args"]
+    args = parse_run(argv)
+    assert args.scheduler_name == "volcano"
+    assert args.leader_elect is (values.get("leaderElection", {}).get("enabled", True))
+
+
+def test_a_flag_vcsched_run_does_not_know_fails_the_check(chart):
+    out = render(chart, {"scheduler": {"extraArgs": ["--no-such-flag=1"]}})
+    (container,) = out.one("Deployment")["spec"]["template"]["spec"]["containers"]
+    with pytest.raises(AssertionError, match="unrecognized arguments: --no-such-flag=1"):
+        parse_run(container["command"][1:] + container["args"])

@@ -16,7 +16,8 @@ Kubernetes requests itself:
 - PUT with a stale resourceVersion → 409; DELETE honours a uid precondition;
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;
 - injected faults: an HTTP status or a delay (after which the request still
-  takes effect, like a reply lost to a client timeout) for matching requests.
+  takes effect, like a reply lost to a client timeout, even when the client
+  has disconnected meanwhile) for matching requests.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Fault:
     delay: float = 0.0  # hold the request this long first
     times: int = 1
     hits: int = 0
+    released: int = 0  # hits whose delay is over
 
 
 @dataclass
@@ -99,6 +101,7 @@ class ApiServer(KubernetesEmulator):
         self.watches: list[_Watch] = []
         self.faults: list[Fault] = []
         self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) of every accepted Binding
+        self._held_tasks: set[asyncio.Task] = set()
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -184,10 +187,26 @@ class ApiServer(KubernetesEmulator):
             if f.hits < f.times and f.match(request):
                 f.hits += 1
                 if f.delay:
-                    await asyncio.sleep(f.delay)
+                    # held, then carried out even if the client has gone meanwhile (a kube-apiserver
+                    # does not undo a write because its client disconnected)
+                    held = asyncio.ensure_future(self._held(f, request))
+                    self._held_tasks.add(held)
+                    held.add_done_callback(self._held_tasks.discard)
+                    return await asyncio.shield(held)
+                f.released += 1
                 if f.status:
                     return _status(f.status, "Injected", f"injected {f.status}")
                 break
+        return await self._answer(request)
+
+    async def _held(self, f: Fault, request: Request) -> aiohttp.web.StreamResponse:
+        await asyncio.sleep(f.delay)
+        f.released += 1
+        if f.status:
+            return _status(f.status, "Injected", f"injected {f.status}")
+        return await self._answer(request)
+
+    async def _answer(self, request: Request) -> aiohttp.web.StreamResponse:
         try:
             return await self._serve(request)
         except _Answer as a:
