@@ -29,6 +29,7 @@ from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventError, EventHandler, Session
 
+from .ascend310p import MindClusterFamily, MindClusterScorer
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import DeviceConfig, DeviceShareArgs, load_device_config
 from .gpushare import GpuShareFamily
@@ -47,6 +48,8 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFa
         families.append(GpuShareFamily(args.gpu_sharing, args.gpu_number))
     if args.vgpu:
         families.append(VGPUFamily(config.nvidia, args.exclusive_rules))
+    if args.ascend_mindcluster_vnpu:
+        families.append(MindClusterFamily())
     return families
 
 
@@ -101,8 +104,18 @@ class DeviceSharePlugin(Plugin):
         order = [f.key for f in build_families(self.args, DeviceConfig())]
         self.families = [found[k] for k in order if k in found]
         self._requests = {}
+        init = [f.key for f in self.families if f.session_init]
+        if init:
+            for node in ssn.node_list:  # initializeDevicesWithSession
+                for key in init:
+                    d = node.devices.get(key)
+                    if d is not None:
+                        d.open_session(node)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
+        mc = found.get(MindClusterFamily.key)
+        if mc is not None and self.args.schedule_weight > 0:
+            ssn.add(Point.BATCH_NODE_ORDER, self.name, MindClusterScorer(mc, self.args.schedule_weight))
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def request(self, family: DeviceFamily, task: TaskInfo) -> Any:
