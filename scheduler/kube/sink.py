@@ -30,8 +30,8 @@ from typing import Any
 
 import structlog
 
-from ..framework.effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
-from .api import EVENTS, MERGE_PATCH, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
+from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
+from .api import EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from .source import Backoff, CacheFeeder
 
 log = structlog.get_logger("vcsched.kube.sink")
@@ -142,7 +142,9 @@ class KubeSink:
         """Dispatch binds (background) and carry out every other effect before returning."""
         writes = []
         for e in effects:
-            if isinstance(e, Bind):
+            if isinstance(e, NodeLock):
+                await self._node_lock(e)  # awaited: the lock is on the node before the next Bind goes out
+            elif isinstance(e, Bind):
                 self.feeder.assume(e.uid, e.node, e.annotations)
                 task = asyncio.create_task(self._bind(e))
                 self._binds.add(task)
@@ -234,6 +236,14 @@ class KubeSink:
             return
         self.feeder.assumed.pop(e.uid, None)
         self.feeder.pod(pod)
+
+    async def _node_lock(self, e: NodeLock) -> None:
+        """deviceshare NodeLockEnable: the lock annotation, as Volcano's LockNode writes it (spec §4.5)."""
+        body = {"metadata": {"annotations": {e.key: e.value}}}
+        try:
+            await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
+        except ApiError as err:
+            log.warning("node lock failed; binding anyway", node=e.node, lock=e.key, error=str(err))
 
     # -- status writes ---------------------------------------------------------------------------
 
