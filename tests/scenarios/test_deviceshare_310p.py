@@ -5,6 +5,7 @@ from pathlib import Path
 
 from vcsched.cli import main
 
+from .conftest import podgroup
 from .test_deviceshare import A100, gpu_node, mem, vgpu_pod
 
 FOUR = "Ascend310P-0,Ascend310P-1,Ascend310P-2,Ascend310P-3"
@@ -215,3 +216,55 @@ def test_the_ascend310p_example_runs(capsys):
         "default/infer-dvpp": ("npu-node-2", "0-vir04_4c_dvpp"),
         "default/whole-two": ("npu-node-3", "0,1"),
     }
+
+
+# -- NodeLockEnable (spec §4.5): the vGPU lock, end to end ------------------------------------------------
+# simulate's clock starts at 2026-01-01T01:00:00Z; the simulated device plugin releases each lock at once.
+
+def gpu_lock_node(name: str, lock: str | None) -> str:
+    text = gpu_node(name, [(f"GPU-{name}", 10, 40960, A100)])
+    return text if lock is None else text.replace("annotations: {", f'annotations: {{hamivgpu: "{lock}", ')
+
+
+def lock_conf(**args) -> str:
+    return conf(**{"deviceshare.AscendMindClusterVNPUEnable": False, "deviceshare.VGPUEnable": True,
+                   "deviceshare.NodeLockEnable": True, **args})
+
+
+def test_a_freshly_locked_node_is_skipped_with_its_reason(simulate):
+    cluster = gpu_lock_node("fresh", "2026-01-01T00:58:00Z") + gpu_lock_node("garbled", "soon") + vgpu_pod("p", mem(1000))
+    code, out = simulate(cluster, conf=lock_conf())
+    assert out["pods"]["default/p"]["node"] is None
+    assert out["pods"]["default/p"]["reason"] == (
+        "0/2 nodes are unavailable: "
+        "1 node fresh locked for p hamivgpu lockname node fresh has been locked within 5 minutes, "
+        '1 node garbled locked for p hamivgpu lockname parsing time "soon" as "2006-01-02T15:04:05Z07:00": '
+        'cannot parse "soon" as RFC 3339.')
+    assert out["nodeLocks"] == []
+
+
+def test_a_stale_lock_is_taken_over_and_one_session_locks_a_node_once(simulate):
+    """Two vGPU pods, one node with a lock older than 5 minutes: the first pod takes the lock; the
+    second finds the node locked in that session and gets it in the next, after the release."""
+    cluster = gpu_lock_node("stale", "2026-01-01T00:54:00Z") + vgpu_pod("p1", mem(1000)) + vgpu_pod("p2", mem(1000))
+    code, out = simulate(cluster, "--cycles", "1", conf=lock_conf())
+    assert out["pods"]["default/p1"]["node"] == "stale"
+    assert out["pods"]["default/p2"]["reason"] == (
+        "0/1 nodes are unavailable: 1 node stale locked for p2 hamivgpu lockname node stale has been locked within "
+        "5 minutes.")
+    assert out["nodeLocks"] == [{"node": "stale", "key": "hamivgpu", "value": "2026-01-01T01:00:00Z"}]
+    code, out = simulate(cluster, conf=lock_conf())
+    assert [out["pods"][f"default/{p}"]["node"] for p in ("p1", "p2")] == ["stale", "stale"]
+    assert [lock["value"] for lock in out["nodeLocks"]] == ["2026-01-01T01:00:00Z", "2026-01-01T01:00:01Z"]
+
+
+def test_a_discarded_gang_leaves_no_lock(simulate):
+    """A gang of two vGPU pods on one node cannot fit under the lock: the session discards it and,
+    unlike Volcano (whose lock is already written), no lock is written."""
+    cluster = (gpu_lock_node("only", None) + podgroup("pg", 2)
+               + vgpu_pod("g1", mem(1000), group="pg") + vgpu_pod("g2", mem(1000), group="pg"))
+    code, out = simulate(cluster, conf=lock_conf())
+    assert out["pods"]["default/g1"]["node"] is None and out["pods"]["default/g2"]["node"] is None
+    assert out["nodeLocks"] == []
+    code, out = simulate(cluster, conf=lock_conf(**{"deviceshare.NodeLockEnable": False}))
+    assert out["pods"]["default/g1"]["node"] == "only" and out["pods"]["default/g2"]["node"] == "only"
