@@ -328,6 +328,13 @@ class MindClusterFamily(DeviceFamily):
     key = KEY
     session_init = True
 
+    def __init__(self) -> None:
+        # init-params; stored as Volcano stores them.  The two ClusterD switches choose where the
+        # device-info ConfigMaps come from, which vcsched does not read (node annotations only)
+        self.use_cluster_info_manager = True
+        self.self_maintain_available_card = True
+        self.preset_virtual_device = False
+
     def request(self, task: TaskInfo) -> NPURequest | None:
         if not requests_device(task):
             return None
@@ -343,17 +350,31 @@ class MindClusterFamily(DeviceFamily):
         labels = task.spec.labels
         return NPURequest(cores, labels.get(VNPU_DVPP), labels.get(VNPU_LEVEL))
 
-    def build(self, node: Mapping[str, Any], name: str) -> "NPUDevices | None":
-        """Volcano builds the object for every node; a node with no ``huawei.com/`` capacity never
-        reaches it (the pod's npu-core request fails generic resource fit first), so vcsched skips it."""
+    def build(self, node: Mapping[str, Any], name: str) -> "NPUDevices":
+        """Volcano builds the object for every node, NPU or not (a pod asking ``npu-core: 0`` is then
+        refused on a CPU node with "not have huawei.com/npu-core"); a node that has ``huawei.com/``
+        resources but cannot be modelled is warned about."""
         capacity = (node.get("status") or {}).get("capacity") or {}
-        if not any(k.startswith(HW_PREFIX) for k in capacity):
-            return None
         model = build_model(node, name)
-        if not model.valid:
+        if not model.valid and any(k.startswith(HW_PREFIX) for k in capacity):
             log.warning("Ascend 310P vNPU node is not usable: its vNPU requests fail with 'invalid VNode'",
                         node=name, problem=model.problem)
         return NPUDevices(self, model, {}, {}, {})
+
+    def configure(self, params: Mapping[str, Any]) -> None:
+        """``init-params`` (spec §2.2): Volcano reads them as strings; a non-string value makes its
+        YAML round trip fail, and every parameter falls back to its default."""
+        if any(not isinstance(v, str) for v in params.values()):
+            log.warning("init-params: values must be strings; all init-params fall back to their defaults",
+                        field="configurations[init-params].arguments")
+            params = {}
+        self.use_cluster_info_manager = params.get("useClusterInfoManager", "true") == "true"
+        self.self_maintain_available_card = params.get("self-maintain-available-card", "true") == "true"
+        preset = params.get("presetVirtualDevice") == "true"
+        if preset and not self.preset_virtual_device:
+            log.warning("init-params presetVirtualDevice is true: dynamic vNPU needs the MindCluster device "
+                        "plugin run with -presetVirtualDevice=false", field="configurations[init-params].arguments")
+        self.preset_virtual_device = preset
 
 
 class NPUDevices(NodeDevices):

@@ -120,6 +120,9 @@ class DeviceSharePlugin(Plugin):
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)
+        if mc is not None:
+            init_params = getattr(ssn.conf, "configurations", {}).get("init-params")
+            mc.configure(init_params.values if init_params is not None else {})
         if mc is not None and self.args.schedule_weight > 0:
             ssn.add(Point.BATCH_NODE_ORDER, self.name, MindClusterScorer(mc, self.args.schedule_weight))
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))

@@ -114,7 +114,31 @@ def test_invalid_node_warns_naming_node_and_field():
     assert bad.model.chip_ids == (0,)
     assert any(e["node"] == "npu-1" and "huawei.com/Ascend310P" in e["problem"] for e in logs)
     assert any(e.get("node") == "npu-2" and e.get("annotation") == "huawei.com/Ascend310P" for e in logs)
-    assert fam.build({"metadata": {"name": "cpu"}, "status": {"capacity": {"cpu": "4"}}}, "cpu") is None
+    with structlog.testing.capture_logs() as quiet:
+        cpu = fam.build({"metadata": {"name": "cpu"}, "status": {"capacity": {"cpu": "4"}}}, "cpu")
+        fam.build(manifest(cores=0), "npu-0")
+    assert not cpu.model.valid  # every node has the object
+    assert [e["node"] for e in quiet] == ["npu-0"]  # only a node with huawei.com/ resources is warned about
+
+
+def test_a_cpu_node_refuses_npu_core_zero():
+    """Volcano's object exists on every node: npu-core 0 passes generic fit but not checkNodeNum there."""
+    m = {"metadata": {"name": "cpu"}, "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"}}}
+    fam, info, d = session_node(m)
+    t = pod("zero", 0)
+    assert d.filter(t, fam.request(t), "").reason == "preCheckNodePredicate failure: not have huawei.com/npu-core"
+    assert d.describe() == []
+
+
+def test_init_params(_logs):
+    fam = MindClusterFamily()
+    fam.configure({"useClusterInfoManager": "false", "presetVirtualDevice": "true"})
+    assert (fam.use_cluster_info_manager, fam.self_maintain_available_card, fam.preset_virtual_device) == \
+        (False, True, True)
+    assert any("presetVirtualDevice" in e["event"] for e in _logs)
+    fam.configure({"useClusterInfoManager": False})
+    assert (fam.use_cluster_info_manager, fam.preset_virtual_device) == (True, False)
+    assert any("must be strings" in e["event"] for e in _logs)
 
 
 def test_request_detection():
