@@ -698,7 +698,7 @@ class NPUDevices(NodeDevices):
                 probe._charge(uid, value, self.holders.get(uid, uid))
             chips = probe.chips
         return [DeviceUse(id=c.name, type=m.chip_type, memory_used=0, memory_total=0, cores_used=c.used_core,
-                          slots_used=len(c.pods), slots_total=m.core_per_chip, pods=sorted(c.pods),
+                          slots_used=len(c.pods), slots_total=0, pods=sorted(c.pods),
                           health=c.id not in m.unhealthy)
                 for c in sorted(chips.values(), key=lambda c: c.id)]
 
