@@ -118,12 +118,12 @@ def atoi(text: str) -> int | None:
     return int(text) if _INT.match(text) else None
 
 
+_TEMPLATE_BY_RESOURCE = {r: name for name, r in TEMPLATES_310P.items()}  # the resources are distinct
+
+
 def template_for(res: VResource) -> str | None:
     """``GetTemplateByResReq``: the 310P template whose resource equals ``res`` exactly."""
-    for name, r in TEMPLATES_310P.items():
-        if r == res:
-            return name
-    return None
+    return _TEMPLATE_BY_RESOURCE.get(res)
 
 
 def can_downgrade(res: VResource) -> bool:
@@ -379,7 +379,7 @@ class MindClusterFamily(DeviceFamily):
 
 class NPUDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node")
+    __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node", "_not_meet")
 
     def __init__(self, family: MindClusterFamily, model: NodeModel, allocation: dict[str, str],
                  con_cache: dict[str, set[str]], holders: dict[str, str]) -> None:
@@ -391,6 +391,8 @@ class NPUDevices(NodeDevices):
         self.chips: dict[int, VChip] | None = None  # built at session open
         self.downgrade: set[str] = set()  # DowngradeCache: pod names
         self.node: NodeInfo | None = None
+        # IsNodeNotMeetRes per request, valid until the chips change (a failing pod asks every node)
+        self._not_meet: dict[VResource, bool] = {}
 
     def clone(self) -> "NPUDevices":
         return NPUDevices(self.family, self.model, dict(self.allocation),
@@ -402,6 +404,7 @@ class NPUDevices(NodeDevices):
         """Chips from the node's annotation, then every NPU task on the node (``initVChips``)."""
         self.node = node
         self.downgrade = set()
+        self._not_meet = {}
         m = self.model
         chips: dict[int, VChip] = {}
         self.chips = chips
@@ -477,6 +480,7 @@ class NPUDevices(NodeDevices):
         parts = value.split("-")
         template = parts[1] if len(parts) == 2 else ""
         self.con_cache.setdefault(template, set()).add(task.uid)
+        self._not_meet.clear()
         if self.chips is None:
             return  # cache level: no chips (Volcano's cache object has none either)
         m = self.model
@@ -517,6 +521,7 @@ class NPUDevices(NodeDevices):
             uids.discard(task.uid)
             if not uids:
                 del self.con_cache[template]
+        self._not_meet.clear()
         if self.chips is None:
             return
         m = self.model
@@ -579,6 +584,12 @@ class NPUDevices(NodeDevices):
 
     def not_meet(self, res: VResource) -> bool:
         """``IsNodeNotMeetRes``: total free across chips, then a chip-level check."""
+        cached = self._not_meet.get(res)
+        if cached is None:
+            cached = self._not_meet[res] = self._compute_not_meet(res)
+        return cached
+
+    def _compute_not_meet(self, res: VResource) -> bool:
         chips = self._chips()
         core = cpu = 0
         for c in chips.values():
