@@ -241,9 +241,12 @@ class KubeSink:
         """deviceshare NodeLockEnable: the lock annotation, as Volcano's LockNode writes it (spec §4.5)."""
         body = {"metadata": {"annotations": {e.key: e.value}}}
         try:
-            await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
+            obj = await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
         except ApiError as err:
             log.warning("node lock failed; binding anyway", node=e.node, lock=e.key, error=str(err))
+            return
+        if obj.get("metadata"):
+            self.feeder.cache.update_node(obj)  # the next session sees the lock without waiting for the watch
 
     # -- status writes ---------------------------------------------------------------------------
 

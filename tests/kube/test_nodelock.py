@@ -60,3 +60,27 @@ async def test_the_lock_is_patched_on_the_node_before_the_binding(api, start):
     assert api.get("", "nodes", "", "locked")["metadata"]["annotations"]["hamivgpu"] == fresh
     bound = api.get("", "pods", "default", "p1")
     assert bound["metadata"]["annotations"]["volcano.sh/vgpu-node"] == "free"
+
+
+async def test_our_own_lock_holds_the_node_until_the_device_plugin_releases_it(api, start):
+    """Two vGPU pods, one node: the second is not placed while the first one's lock is fresh."""
+    api.put(gpu_node("only"))
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(conf_map(CONF))
+    for name in ("p1", "p2"):
+        api.put(podgroup(f"pg-{name}"))
+        p = pod(name, f"pg-{name}")
+        p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
+        api.put(p)
+    rt = await start()
+    await eventually(lambda: api.bindings, "one pod bound")
+    first = rt.sessions
+    await eventually(lambda: rt.sessions >= first + 5, "more sessions")
+    assert len(api.bindings) == 1  # the lock holds the node until the device plugin releases it
+    locks = [r for r in api.requests if r.method.value == "PATCH" and r.resource is not None
+             and r.resource.plural == "nodes"]
+    assert len(locks) == 1
+    # the device plugin releases the lock: the second pod goes to the node
+    api.update("", "nodes", "", "only", {"metadata": {"annotations": {"hamivgpu": None}}})
+    await eventually(lambda: len(api.bindings) == 2, "second pod bound after the release")
