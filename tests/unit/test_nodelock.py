@@ -69,3 +69,59 @@ def test_allocate_error_wording_per_kind():
         "node n1 locked for lockname gpushare node n1 has been locked within 5 minutes"
     assert allocate_error(HAMI_ASCEND_LOCK, "n1", "p", err) == \
         "node n1 locked for p hami vnpu. lockname node n1 has been locked within 5 minutes"
+
+
+def _vgpu_node(name, lock=None):
+    ann = {"volcano.sh/node-vgpu-register": f"GPU-{name},10,40960,NVIDIA-A100,true,hami-core:"}
+    if lock is not None:
+        ann["hamivgpu"] = lock
+    alloc = {"cpu": "16", "memory": "64Gi", "pods": "110", "volcano.sh/vgpu-number": "10",
+             "volcano.sh/vgpu-memory": "40960", "volcano.sh/vgpu-cores": "100"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": ann},
+            "status": {"allocatable": alloc, "capacity": alloc}}
+
+
+def _vgpu_pod(name):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": name,
+                         "annotations": {"scheduling.k8s.io/group-name": f"pg-{name}"}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "image": "x", "resources": {
+                    "limits": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"},
+                    "requests": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}}}]},
+            "status": {"phase": "Pending"}}
+
+
+def test_session_emits_the_lock_right_before_its_bind_and_locks_a_node_once():
+    from vcsched.cache import Cache
+    from vcsched.conf import parse_conf
+    from vcsched.framework.effects import Bind, NodeLock
+    from vcsched.plugins.deviceshare import device_builder
+    from vcsched.scheduler import Scheduler
+
+    conf = parse_conf("""
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: proportion
+  - name: deviceshare
+    arguments: {deviceshare.VGPUEnable: true, deviceshare.NodeLockEnable: true}
+""")
+    cache = Cache(("volcano",), devices=device_builder(conf, {}))
+    cache.add_queue({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                     "spec": {"weight": 1}, "status": {"state": "Open"}})
+    cache.add_node(_vgpu_node("a", lock="2026-01-01T00:59:00Z"))  # fresh at NOW: skipped
+    cache.add_node(_vgpu_node("b"))
+    for name in ("p1", "p2"):
+        cache.add_podgroup({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                            "metadata": {"name": f"pg-{name}", "namespace": "default", "uid": f"pg-{name}"},
+                            "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Inqueue"}})
+        cache.add_pod(_vgpu_pod(name))
+    effects = Scheduler(cache, conf).run_once(now=NOW, uid="s1")
+    binds = [i for i, e in enumerate(effects) if isinstance(e, Bind)]
+    assert len(binds) == 1 and effects[binds[0]].node == "b"  # one locking pod per node per session
+    lock = effects[binds[0] - 1]
+    assert lock == NodeLock("b", "hamivgpu", "2026-01-01T01:00:00Z")
+    assert sum(isinstance(e, NodeLock) for e in effects) == 1
