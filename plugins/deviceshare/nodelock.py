@@ -38,8 +38,9 @@ def lock_name(family: Any, req: Any) -> str | None:
     """The lock this kind takes for this request, or None.
 
     gpushare locks ``gpu`` for memory requests only (number mode takes none), vGPU locks
-    ``hamivgpu``, HAMi Ascend ``hami.io/mutex.lock``; a kind may also name its lock in a
-    ``node_lock`` class attribute.  MindCluster 310P takes no lock.
+    ``hamivgpu``, MindCluster 310P takes none; every other registry key is a HAMi Ascend
+    ``commonWord`` (Volcano's registry has nothing else), which locks ``hami.io/mutex.lock``.
+    A kind may also name its lock in a ``node_lock`` class attribute.
     """
     named = getattr(family, "node_lock", None)
     if named:
@@ -49,7 +50,9 @@ def lock_name(family: Any, req: Any) -> str | None:
         return GPUSHARE_LOCK if getattr(family, "sharing", False) and getattr(req, "memory", 0) > 0 else None
     if key == "hamivgpu":
         return VGPU_LOCK
-    return None
+    if key == "ascend310p-vNPU":
+        return None
+    return HAMI_ASCEND_LOCK
 
 
 def locks_before_selection(lock: str) -> bool:

@@ -52,9 +52,8 @@ def test_lock_names_per_kind():
     assert lock_name(VGPUFamily(NvidiaConfig()), object()) == VGPU_LOCK
     assert lock_name(MindClusterFamily(), object()) is None
 
-    class HamiAscend:
+    class HamiAscend:  # registered under its commonWord
         key = "Ascend910B3"
-        node_lock = HAMI_ASCEND_LOCK
 
     assert lock_name(HamiAscend(), object()) == HAMI_ASCEND_LOCK
     assert locks_before_selection(GPUSHARE_LOCK) and locks_before_selection(HAMI_ASCEND_LOCK)
