@@ -379,7 +379,8 @@ class MindClusterFamily(DeviceFamily):
 
 class NPUDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node", "_not_meet")
+    __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node", "_not_meet",
+                 "_verdicts")
 
     def __init__(self, family: MindClusterFamily, model: NodeModel, allocation: dict[str, str],
                  con_cache: dict[str, set[str]], holders: dict[str, str]) -> None:
@@ -393,6 +394,8 @@ class NPUDevices(NodeDevices):
         self.node: NodeInfo | None = None
         # IsNodeNotMeetRes per request, valid until the chips change (a failing pod asks every node)
         self._not_meet: dict[VResource, bool] = {}
+        # the filter's verdict per (request, idle cores), valid until the chips or ConCache change
+        self._verdicts: dict[tuple[NPURequest, int | None], tuple[str | None, bool, bool]] = {}
 
     def clone(self) -> "NPUDevices":
         return NPUDevices(self.family, self.model, dict(self.allocation),
@@ -405,6 +408,7 @@ class NPUDevices(NodeDevices):
         self.node = node
         self.downgrade = set()
         self._not_meet = {}
+        self._verdicts = {}
         m = self.model
         chips: dict[int, VChip] = {}
         self.chips = chips
@@ -481,6 +485,7 @@ class NPUDevices(NodeDevices):
         template = parts[1] if len(parts) == 2 else ""
         self.con_cache.setdefault(template, set()).add(task.uid)
         self._not_meet.clear()
+        self._verdicts.clear()
         if self.chips is None:
             return  # cache level: no chips (Volcano's cache object has none either)
         m = self.model
@@ -522,6 +527,7 @@ class NPUDevices(NodeDevices):
             if not uids:
                 del self.con_cache[template]
         self._not_meet.clear()
+        self._verdicts.clear()
         if self.chips is None:
             return
         m = self.model
@@ -620,27 +626,41 @@ class NPUDevices(NodeDevices):
         the error text, prefixed by Volcano's reason when it has one.
         """
         idle = self._idle_cores()
+        key = (req, None if idle is None else int(idle / 1000))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = self._verdict(req, key[1])
+        reason, names_pod, downgrade = verdict
+        if downgrade:
+            self.downgrade.add(task.name)
+        if reason is None:
+            return None
+        return FilterResult(StatusCode.Error, f"{task.name} {reason}" if names_pod else reason)
+
+    def _verdict(self, req: NPURequest, idle: int | None) -> tuple[str | None, bool, bool]:
+        """(reason or None, whether the reason starts with the pod's name, downgraded): what the
+        filter decides for a request on this node as it is; kept until the chips change."""
         if idle is None:
-            return FilterResult(StatusCode.Error, f"preCheckNodePredicate failure: not have {NPU_CORE}")
-        if int(idle / 1000) < req.cores:
-            return FilterResult(StatusCode.Error,
-                                f"preCheckNodePredicate failure: node not meet task request {NPU_CORE}:{req.cores}")
+            return f"preCheckNodePredicate failure: not have {NPU_CORE}", False, False
+        if idle < req.cores:
+            return f"preCheckNodePredicate failure: node not meet task request {NPU_CORE}:{req.cores}", False, False
         res = self.pod_resource(req)
         if isinstance(res, str):
-            return FilterResult(StatusCode.Error, res)
+            return res, False, False
         if not self.model.valid:
-            return FilterResult(StatusCode.Error, "checkNodeNPUByDyTask invalid VNode")
+            return "checkNodeNPUByDyTask invalid VNode", False, False
+        downgrade = False
         if self.not_meet(res) and can_downgrade(res):
-            self.downgrade.add(task.name)
+            downgrade = True
             res = downgraded(res)
         # a request the node cannot meet and that cannot be downgraded passes here (spec E-24)
         if self.con_cache:
             template = template_for(res)
             if template is None:
-                return FilterResult(StatusCode.Error, f"{res.go()} not get template")
+                return f"{res.go()} not get template", False, downgrade
             if not (len(self.con_cache) == 1 and template in self.con_cache):
-                return FilterResult(StatusCode.Error, f"{task.name} is using {self.model.name}, and not rewrite")
-        return None
+                return f"is using {self.model.name}, and not rewrite", True, downgrade
+        return None, False, downgrade
 
     # -- allocate / release ------------------------------------------------------------------------------
 
