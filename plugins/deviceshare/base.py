@@ -53,6 +53,9 @@ class DeviceFamily:
 
     key: ClassVar[str]
     rank: int = 0  # the place in Volcano's RegisteredDevices (plugin.build_families sets it)
+    # True: the plugin calls ``open_session(node)`` on this kind's NodeDevices at every session
+    # open (Volcano's ``initializeDevicesWithSession``, today only the MindCluster 310P kind)
+    session_init: ClassVar[bool] = False
 
     def request(self, task: TaskInfo) -> Any | None:
         """``HasDeviceRequest`` and the parsed request: None when the pod asks nothing of this kind."""
@@ -70,6 +73,9 @@ class NodeDevices:
 
     def clone(self) -> "NodeDevices":
         raise NotImplementedError
+
+    def open_session(self, node: Any) -> None:
+        """Per-session setup on the session's copy of the node (only when ``family.session_init``)."""
 
     # -- the ledger ---------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ class DeviceShareArgs:
     @property
     def any_enabled(self) -> bool:
         return (self.gpu_sharing or self.gpu_number or self.vgpu
-                or self.ascend_hami_vnpu)
+                or self.ascend_hami_vnpu or self.ascend_mindcluster_vnpu)
 
 
 def _rules(a: Arguments) -> tuple[tuple[tuple[str, str], ...], ...]:

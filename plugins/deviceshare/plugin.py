@@ -25,16 +25,20 @@ import structlog
 
 from vcsched.api.fit_errors import Status
 from vcsched.api.node_info import NodeInfo
+from vcsched.api.types import StatusCode
 from vcsched.api.task_info import TaskInfo
 from vcsched.framework.arguments import Arguments
+from vcsched.framework.effects import Bind, NodeLock
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventError, EventHandler, Session
 from vcsched.framework.stats import VGPUDeviceStats
 
+from .ascend310p import MindClusterFamily, MindClusterScorer
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import DeviceConfig, DeviceShareArgs, load_device_config
 from .gpushare import GpuShareFamily
 from .hamivnpu import AscendHAMiFamily
+from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
 from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily
 
 
@@ -50,6 +54,8 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFa
         families.append(GpuShareFamily(args.gpu_sharing, args.gpu_number))
     if args.vgpu:
         families.append(VGPUFamily(config.nvidia, args.exclusive_rules))
+    if args.ascend_mindcluster_vnpu:
+        families.append(MindClusterFamily())
     if args.ascend_hami_vnpu:
         vnpus = config.vnpus
         words = tuple(c.common_word for c in vnpus.configs)
@@ -103,6 +109,8 @@ class DeviceSharePlugin(Plugin):
         self.families: list[DeviceFamily] = []
         self._requests: dict[tuple[str, str], Any] = {}
         self._ssn: Session | None = None
+        # NodeLockEnable: (node, lock name) → uids of this session's allocations holding it
+        self._locked: dict[tuple[str, str], set[str]] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -121,8 +129,22 @@ class DeviceSharePlugin(Plugin):
         self._requests = {}
         if VGPU_KEY in enabled:
             ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
+        self._locked = {}
+        init = [f.key for f in self.families if f.session_init]
+        if init:
+            for node in ssn.node_list:  # initializeDevicesWithSession
+                for key in init:
+                    d = node.devices.get(key)
+                    if d is not None:
+                        d.open_session(node)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
+        mc = found.get(MindClusterFamily.key)
+        if mc is not None:
+            init_params = getattr(ssn.conf, "configurations", {}).get("init-params")
+            mc.configure(init_params.values if init_params is not None else {})
+        if mc is not None and self.args.schedule_weight > 0:
+            ssn.add(Point.BATCH_NODE_ORDER, self.name, MindClusterScorer(mc, self.args.schedule_weight))
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def request(self, family: DeviceFamily, task: TaskInfo) -> Any:
@@ -147,10 +169,28 @@ class DeviceSharePlugin(Plugin):
             req = self.request(f, task)
             if req is None:
                 continue
+            lock = lock_name(f, req) if self.args.node_lock else None
+            if lock is not None and locks_before_selection(lock):
+                err = self._lock_failure(task, node, lock)
+                if err is not None:
+                    return [Status(StatusCode.Unschedulable, err)]
             failed = d.filter(task, req, policy)
             if failed is not None:
                 return [Status(failed.code, failed.reason)]
+            if lock is not None and not locks_before_selection(lock):
+                err = self._lock_failure(task, node, lock)
+                if err is not None:
+                    return [Status(StatusCode.Unschedulable, err)]
         return None
+
+    def _lock_failure(self, task: TaskInfo, node: NodeInfo, lock: str) -> str | None:
+        """Would Volcano's ``LockNode`` fail here: the node's lock annotation, or this session's own lock."""
+        holders = self._locked.get((node.name, lock))
+        if holders and task.uid not in holders:
+            err = f"node {node.name} has been locked within 5 minutes"
+        else:
+            err = lock_error(node.name, node.spec.annotations.get(lock), self._ssn.now)
+        return None if err is None else allocate_error(lock, node.name, task.name, err)
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         weight = self.args.schedule_weight
@@ -200,6 +240,7 @@ class DeviceSharePlugin(Plugin):
             try:
                 annotations = d.allocate(task, req, self.args.schedule_policy, now)
             except AllocateError as e:
+                self._unlock(node.name, task.uid)
                 for prev in done:
                     for k in prev.release(task):
                         task.pod_annotations.pop(k, None)
@@ -207,6 +248,9 @@ class DeviceSharePlugin(Plugin):
                 raise EventError(f"deviceshare: {f.key} on node {node.name}: {e}") from None
             task.pod_annotations.update(annotations)
             done.append(d)
+            lock = lock_name(f, req) if self.args.node_lock else None
+            if lock is not None:
+                self._locked.setdefault((node.name, lock), set()).add(task.uid)
         if done:
             self._changed(node)
 
@@ -221,11 +265,35 @@ class DeviceSharePlugin(Plugin):
             if d is None or self.request(f, task) is None:
                 continue
             held = d.holds(task.uid)
+            if self._locked:
+                self._unlock(node.name, task.uid)
             for k in d.release(task):
                 task.pod_annotations.pop(k, None)
             changed = changed or held
         if changed:
             self._changed(node)
+
+    def _unlock(self, node: str, uid: str) -> None:
+        for key in [k for k, uids in self._locked.items() if k[0] == node and uid in uids]:
+            self._locked[key].discard(uid)
+            if not self._locked[key]:
+                del self._locked[key]
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Each lock this session took goes out as a NodeLock effect right before its pod's Bind."""
+        if not self._locked:
+            return
+        by_uid: dict[str, list[tuple[str, str]]] = {}
+        for (node, lock), uids in sorted(self._locked.items()):
+            for uid in uids:
+                by_uid.setdefault(uid, []).append((node, lock))
+        value = lock_value(ssn.now)
+        out = []
+        for e in ssn.effects:
+            if isinstance(e, Bind) and e.uid in by_uid:
+                out.extend(NodeLock(node, lock, value) for node, lock in by_uid[e.uid] if node == e.node)
+            out.append(e)
+        ssn.effects[:] = out
 
 
 def vgpu_device_stats(nodes: list[NodeInfo]) -> list[VGPUDeviceStats]:

@@ -18,6 +18,16 @@ class Bind:
 
 
 @dataclass(slots=True, frozen=True)
+class NodeLock:
+    """deviceshare ``NodeLockEnable``: write the node annotation ``key: value`` (RFC 3339 time)
+    before the Bind that follows it; the device plugin removes it after its Allocate."""
+
+    node: str
+    key: str
+    value: str
+
+
+@dataclass(slots=True, frozen=True)
 class Evict:
     namespace: str
     name: str
@@ -65,4 +75,4 @@ class Event:
     message: str
 
 
-Effect = Bind | Evict | PodGroupStatus | QueueStatus | PodCondition | Event
+Effect = Bind | NodeLock | Evict | PodGroupStatus | QueueStatus | PodCondition | Event

@@ -32,8 +32,8 @@ from typing import Any
 
 import structlog
 
-from ..framework.effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
-from .api import EVENTS, MERGE_PATCH, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
+from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
+from .api import EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from ..metrics import Metrics
 from .source import Assumed, Backoff, CacheFeeder, creation_time
 
@@ -147,7 +147,9 @@ class KubeSink:
         """Dispatch binds (background) and carry out every other effect before returning."""
         writes = []
         for e in effects:
-            if isinstance(e, Bind):
+            if isinstance(e, NodeLock):
+                await self._node_lock(e)  # awaited: the lock is on the node before the next Bind goes out
+            elif isinstance(e, Bind):
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
@@ -266,6 +268,17 @@ class KubeSink:
             return
         self.feeder.settle(e.uid, mine)
         self.feeder.pod(pod)
+
+    async def _node_lock(self, e: NodeLock) -> None:
+        """deviceshare NodeLockEnable: the lock annotation, as Volcano's LockNode writes it (spec §4.5)."""
+        body = {"metadata": {"annotations": {e.key: e.value}}}
+        try:
+            obj = await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
+        except ApiError as err:
+            log.warning("node lock failed; binding anyway", node=e.node, lock=e.key, error=str(err))
+            return
+        if obj.get("metadata"):
+            self.feeder.cache.update_node(obj)  # the next session sees the lock without waiting for the watch
 
     # -- status writes ---------------------------------------------------------------------------
 

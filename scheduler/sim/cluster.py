@@ -18,7 +18,7 @@ from ..cache import Cache
 from ..controllers.job import validate_job_queue, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
-from ..framework.effects import Bind, Effect, Evict, PodCondition, PodGroupStatus, QueueStatus
+from ..framework.effects import Bind, Effect, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
 from .manifests import Manifest, ManifestError
 
 SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
@@ -42,6 +42,7 @@ class SimCluster:
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch.volcano.sh Jobs, run by sim/jobs.py
     evicted: list[str] = field(default_factory=list)
+    node_locks: list[tuple[str, str, str]] = field(default_factory=list)  # NodeLock effects: (node, key, value)
 
     @classmethod
     def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",)) -> "SimCluster":
@@ -183,6 +184,15 @@ class SimCluster:
                 status["conditions"].append({"type": "PodScheduled", "status": "True"})
                 cache.update_pod(pod)
                 changed = True
+            elif isinstance(e, NodeLock):
+                # the lock goes on the node, and comes off at once: the device plugin releases it
+                # after its Allocate, which in a real cluster follows the bind within seconds
+                node = self.nodes.get(e.node)
+                if node is not None:
+                    annotations = node["metadata"].setdefault("annotations", {})
+                    annotations[e.key] = e.value
+                    annotations.pop(e.key)
+                    self.node_locks.append((e.node, e.key, e.value))
             elif isinstance(e, Evict):
                 key = f"{e.namespace}/{e.name}"
                 if self.pods.pop(key, None) is not None:

@@ -79,6 +79,7 @@ def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
         "jobs": jobs,
         "pods": pods,
         "evicted": list(cluster.evicted),
+        "nodeLocks": [{"node": n, "key": k, "value": v} for n, k, v in cluster.node_locks],
         "podgroups": podgroups,
         "queues": queues,
         "nodes": nodes,

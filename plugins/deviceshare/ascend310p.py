@@ -1,0 +1,790 @@
+"""Ascend 310P dynamic vNPU, MindCluster flavour (``AscendMindClusterVNPUEnable``; spec §4.4, §5.4, §6.9).
+
+Volcano files: api/devices/ascend/mindcluster/ascend310p/vnpu/{device_info,device_manage,utils,type}.go
+and plugins/deviceshare/devices/ascend/310p/vnpu/{init_policy,node,score_policy}.go.
+
+The node says what it has with labels (``accelerator``, ``servertype``,
+``node.kubernetes.io/npu.chip.name``), ``capacity[huawei.com/npu-core]`` and the
+annotation ``huawei.com/<ChipKind>`` (available chips) plus ``…-Unhealthy``.  A pod
+labelled ``ring-controller.atlas: ascend-310P`` asks ``huawei.com/npu-core`` cores:
+a chip multiple takes whole chips, 1/2/4 cores take one vNPU template
+(``vir01``, ``vir02[_1c]``, ``vir04[_3c][_ndvpp|_4c_dvpp]`` by ``vnpu-level`` and
+``vnpu-dvpp``).  The scheduler writes ``huawei.com/npu-core`` (``"0,1"`` or
+``"0-vir02_1c"``) and ``predicate-time`` (UnixNano) in the Binding.
+
+Lifecycle, as in Volcano:
+- the cache-level object keeps only what ``AddResource`` keeps there: the pod →
+  ``npu-core`` record (``PodAllocation``) and the per-template pod sets (``ConCache``);
+- ``open_session`` (``InitVNPUDevice``) builds the chips from the node's tasks, all of
+  them, Releasing ones included (``initVChips`` walks ``NodeInfo.Tasks``);
+- filter may set the pod's downgrade flag (``DowngradeCache``, keyed by pod *name*),
+  which allocate and the batch scorer read.
+
+Where vcsched differs on purpose (noted at each place): allocate charges the chip the
+resource of the template it writes (Volcano charges the un-downgraded request inside
+the session and the template from the next session on); the device-info ConfigMaps
+(ClusterD / ``mindx-dl-deviceinfo-<node>``) and NodeD status are not read, so the
+node annotations are the only source (Volcano's path when no ConfigMap exists) and
+``PreSeparate`` never applies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from vcsched.api.node_info import NodeInfo
+from vcsched.api.task_info import TaskInfo
+from vcsched.api.types import StatusCode
+from vcsched.framework.interface import BatchScorer
+
+from .base import (
+    AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, limits,
+    pod_annotations, quantity, requests,
+)
+
+log = structlog.get_logger("vcsched.deviceshare")
+
+KEY = "ascend310p-vNPU"
+HW_PREFIX = "huawei.com/"
+NPU_CORE = "huawei.com/npu-core"
+ASCEND_REAL = "huawei.com/AscendReal"
+PREDICATE_TIME = "predicate-time"
+JOB_KIND = "ring-controller.atlas"
+JOB_KIND_310P = "ascend-310P"
+VNPU_LEVEL = "vnpu-level"
+VNPU_DVPP = "vnpu-dvpp"
+ACCELERATOR = "accelerator"
+SERVER_TYPE = "servertype"
+CHIP_TYPE = "node.kubernetes.io/npu.chip.name"
+UNHEALTHY_SUFFIX = "-Unhealthy"
+ASCEND310P = "Ascend310P"
+LEVEL_LOW, LEVEL_HIGH = "low", "high"
+DVPP_ON, DVPP_OFF, DVPP_NULL = "yes", "no", "null"
+RELEASE_KEYS = (PREDICATE_TIME, NPU_CORE)
+SCORE = 8  # util.NPUIndex8
+
+
+@dataclass(slots=True, frozen=True)
+class VResource:
+    aicore: int
+    aicpu: int
+    dvpp: str
+
+    def go(self) -> str:
+        """Go's ``%#v`` of a ``vnpu.VResource``, as Volcano's error text prints it."""
+        return f'vnpu.VResource{{Aicore:{self.aicore}, Aicpu:{self.aicpu}, DVPP:"{self.dvpp}"}}'
+
+
+NONE = VResource(0, 0, "")
+
+# NewNPUDevices · VT: the templates a pod's request resolves to (310P only)
+TEMPLATES_310P: dict[str, VResource] = {
+    "vir01": VResource(1, 1, DVPP_NULL),
+    "vir02": VResource(2, 2, DVPP_NULL),
+    "vir02_1c": VResource(2, 1, DVPP_NULL),
+    "vir04": VResource(4, 4, DVPP_NULL),
+    "vir04_3c": VResource(4, 3, DVPP_NULL),
+    "vir04_3c_ndvpp": VResource(4, 3, DVPP_OFF),
+    "vir04_4c_dvpp": VResource(4, 4, DVPP_ON),
+}
+_B_TEMPLATES = {"vir06_1c_16g": VResource(6, 1, DVPP_NULL), "vir03_1c_8g": VResource(3, 1, DVPP_NULL),
+                "vir12_3c_32g": VResource(12, 3, DVPP_NULL)}
+# initVolcanoFrameFromSsn · VJobTemplate: what a bound pod's template costs, per ChipKind (310P) or ChipType
+JOB_TEMPLATES: dict[str, dict[str, VResource]] = {
+    ASCEND310P: TEMPLATES_310P,
+    "Ascend910": {"vir02": VResource(2, 1, DVPP_NULL), "vir04": VResource(4, 1, DVPP_NULL),
+                  "vir08": VResource(8, 3, DVPP_NULL), "vir16": VResource(16, 7, DVPP_NULL)},
+    "910B1": _B_TEMPLATES, "910B2C": _B_TEMPLATES, "910B2": _B_TEMPLATES,
+    "910B3": {"vir05_1c_16g": VResource(5, 1, DVPP_NULL), "vir10_3c_32g": VResource(10, 3, DVPP_NULL)},
+    "910B4": {"vir05_1c_8g": VResource(5, 1, DVPP_NULL), "vir10_3c_16g_nm": VResource(10, 3, DVPP_OFF),
+              "vir10_4c_16g_m": VResource(10, 4, DVPP_ON), "vir10_3c_16g": VResource(10, 3, DVPP_NULL)},
+}
+# initTemplate: (chip kind or type, AI cores per chip, AI CPUs per chip); the last match wins
+CHIP_TABLE = (
+    (ASCEND310P, 8, 7), ("910B1", 25, 6), ("910B2C", 24, 6), ("910B3", 20, 6), ("910B4", 20, 6),
+    ("910B2", 24, 6), (ASCEND310P, 10, 7),
+)
+
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def atoi(text: str) -> int | None:
+    """Go's ``strconv.Atoi``: an optional sign and decimal digits, nothing else."""
+    return int(text) if _INT.match(text) else None
+
+
+_TEMPLATE_BY_RESOURCE = {r: name for name, r in TEMPLATES_310P.items()}  # the resources are distinct
+
+
+def template_for(res: VResource) -> str | None:
+    """``GetTemplateByResReq``: the 310P template whose resource equals ``res`` exactly."""
+    return _TEMPLATE_BY_RESOURCE.get(res)
+
+
+def can_downgrade(res: VResource) -> bool:
+    """``taskAICPUCanBeDowngrade``: {2,2,*} and {4,4,not yes} may give up one/two AI CPUs."""
+    return (res.aicore == 2 and res.aicpu == 2) or (res.aicore == 4 and res.aicpu == 4 and res.dvpp != DVPP_ON)
+
+
+def downgraded(res: VResource) -> VResource:
+    """``downgradeTaskAICPU``."""
+    if res.aicore == 2:
+        return VResource(2, 1, res.dvpp)
+    if res.aicore == 4:
+        return VResource(4, 3, res.dvpp)
+    return res
+
+
+def is_whole_card_value(value: str) -> bool:
+    """``isPodWholeCardFromAscendCore`` (session open): some comma item has no ``-``."""
+    return any("-" not in item for item in value.split(","))
+
+
+@dataclass(slots=True, frozen=True)
+class NPURequest:
+    cores: int  # the first non-zero requests[npu-core] over the containers, 0 if none
+    dvpp: str | None  # label vnpu-dvpp, as written
+    level: str | None  # label vnpu-level, as written
+
+
+def requests_device(task: TaskInfo) -> bool:
+    """``checkVNPUResourcesInPod``: label ``ring-controller.atlas: ascend-310P`` and npu-core in some limits."""
+    if task.spec.labels.get(JOB_KIND) != JOB_KIND_310P:
+        return False
+    return any(NPU_CORE in limits(c) for c in containers(task))
+
+
+class VChip:
+    """One physical chip in the session (``VChip``)."""
+
+    __slots__ = ("id", "name", "kind", "unstable", "segment", "real_ids", "used_core", "used_cpu", "used_dvpp",
+                 "free_core", "free_cpu", "free_dvpp", "pods")
+
+    def __init__(self, chip_id: int, kind: str, total: VResource) -> None:
+        self.id = chip_id
+        self.name = f"{kind}-{chip_id}"
+        self.kind = kind
+        self.unstable = False
+        self.segment = False  # SegmentFlag: holds vNPUs
+        self.real_ids: list[str] = []  # chip.ID: AscendReal values (vNPU) or chip ids (whole card)
+        self.used_core, self.used_cpu, self.used_dvpp = 0, 0, DVPP_OFF
+        self.free_core, self.free_cpu, self.free_dvpp = total.aicore, total.aicpu, DVPP_ON
+        self.pods: list[str] = []
+
+    def add(self, r: VResource) -> None:
+        self.used_core += r.aicore
+        self.used_cpu += r.aicpu
+        self.free_core -= r.aicore
+        self.free_cpu -= r.aicpu
+
+    def sub(self, r: VResource) -> None:
+        self.used_core -= r.aicore
+        self.used_cpu -= r.aicpu
+        self.free_core += r.aicore
+        self.free_cpu += r.aicpu
+
+    def update_dvpp(self, dvpp: str) -> None:
+        """``UpdateDVPP``."""
+        if dvpp == DVPP_ON:
+            self.used_dvpp, self.free_dvpp = DVPP_ON, DVPP_OFF
+        if dvpp == DVPP_OFF and self.used_dvpp == DVPP_OFF:
+            self.used_dvpp, self.free_dvpp = DVPP_OFF, DVPP_ON
+        if dvpp == DVPP_NULL and self.used_dvpp != DVPP_ON:
+            self.used_dvpp, self.free_dvpp = DVPP_NULL, DVPP_NULL
+
+    def reset_dvpp(self, dvpp: str) -> None:
+        """``ResetDVPP``: only a ``yes`` pod gives DVPP back."""
+        if dvpp == DVPP_ON:
+            self.used_dvpp, self.free_dvpp = DVPP_OFF, DVPP_ON
+
+    def v_groups(self) -> int:
+        """``getVGroups``: distinct integers after the last ``_`` of the AscendReal names."""
+        seen = set()
+        for real in self.real_ids:
+            parts = real.split("_")
+            if len(parts) < 2:
+                continue
+            g = atoi(parts[-1])
+            if g is not None:
+                seen.add(g)
+        return len(seen)
+
+    def meets(self, r: VResource) -> bool:
+        """``isChipMeetResReq``: free cores and CPUs, the vGroup rule, the DVPP rule."""
+        if not (self.free_core >= r.aicore and self.free_cpu >= r.aicpu):
+            return False
+        if self.kind == ASCEND310P and self.segment:
+            groups = self.v_groups()
+            if (groups == 3 and r.aicore >= 4) or (groups == 4 and r.aicore >= 2):
+                return False
+        if r.dvpp == DVPP_ON and self.free_dvpp != DVPP_ON:
+            return False
+        if r.dvpp == DVPP_NULL and self.free_dvpp == DVPP_OFF:
+            return False
+        return True
+
+
+@dataclass(slots=True, frozen=True)
+class NodeModel:
+    """What the node's labels, capacity and annotations say, parsed once per node update.
+
+    Fields are filled in Volcano's order (``setNodeVNPUInfo``); the first missing input
+    stops there and leaves the node invalid, with the later fields at their zero value.
+    """
+
+    name: str
+    valid: bool = False
+    problem: str = ""
+    chip_kind: str = ""
+    chip_type: str = ""
+    server_type_cores: int = 0  # getVChipCoreNum: the second servertype field, 0 when it does not parse
+    core_per_chip: int = 0  # AiCorePerChip
+    chip_num: int = 0  # TotalChipNum
+    total_core: int = 0  # TotalRes.Aicore
+    total_cpu: int = 0  # TotalRes.Aicpu
+    chip_ids: tuple[int, ...] = ()  # huawei.com/<ChipKind>
+    unhealthy: frozenset[int] = frozenset()
+
+    @property
+    def chip_total(self) -> VResource:
+        """``getVChipTotalRes``."""
+        return VResource(self.total_core // self.chip_num, self.total_cpu // self.chip_num, DVPP_OFF)
+
+    def whole_card(self, cores: int) -> bool:
+        """``IsResourceWholeCard``: a multiple of the servertype's cores per chip (0 included)."""
+        return self.server_type_cores != 0 and cores % self.server_type_cores == 0
+
+
+def _chip_ids(model_name: str, kind: str, raw: str, key: str, warn: bool) -> list[int]:
+    """``getCardIDsFromNodeAndDeviceInfo``: ``<kind>-<id>`` items; items that do not parse are skipped."""
+    out = []
+    for item in raw.split(","):
+        if item == "":
+            continue
+        n = atoi(item[len(kind) + 1:] if item.startswith(kind + "-") else item)
+        if n is None:
+            if warn:
+                log.warning("ignoring a malformed chip name", node=model_name, annotation=key, value=item)
+            continue
+        out.append(n)
+    return out
+
+
+def build_model(node: Mapping[str, Any], name: str) -> NodeModel:
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    ann = meta.get("annotations") or {}
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    cores_milli = quantity(capacity.get(NPU_CORE, 0)) * 1000
+    if cores_milli <= 0:
+        return NodeModel(name, problem=f"capacity {NPU_CORE} is not > 0")
+    accel = labels.get(ACCELERATOR)
+    if accel is None:
+        return NodeModel(name, problem=f"label {ACCELERATOR} absent")
+    parts = accel.split("-")
+    if len(parts) < 2:
+        return NodeModel(name, problem=f"label {ACCELERATOR}={accel!r}: format incorrect")
+    kind = parts[1]
+    st = labels.get(SERVER_TYPE)
+    if st is None:
+        return NodeModel(name, problem=f"label {SERVER_TYPE} absent", chip_kind=kind)
+    st_parts = st.split("-")
+    st_cores = (atoi(st_parts[1]) or 0) if len(st_parts) >= 2 else 0
+    chip_type = labels.get(CHIP_TYPE)
+    base = dict(name=name, chip_kind=kind, server_type_cores=st_cores)
+    if chip_type is None:
+        return NodeModel(problem=f"label {CHIP_TYPE} absent", **base)
+    base["chip_type"] = chip_type
+    key = HW_PREFIX + kind
+    if key not in ann:
+        return NodeModel(problem=f"annotation {key} absent", **base)
+    total_core = cores_milli // 1000
+    base["total_core"] = total_core
+    if st_cores == 0:
+        return NodeModel(problem=f"label {SERVER_TYPE}={st!r}: no cores per chip", **base)
+    if total_core % st_cores != 0 or total_core // st_cores == 0:
+        return NodeModel(problem=f"capacity {NPU_CORE}={total_core} is not a non-zero multiple of {st_cores}",
+                         core_per_chip=st_cores, **base)
+    chip_num = total_core // st_cores
+    cpu = -1
+    for k, aicore, aicpu in CHIP_TABLE:
+        if (k == kind or k == chip_type) and aicore * chip_num == total_core:
+            cpu = aicpu
+    if cpu < 0:
+        return NodeModel(problem=f"no chip template for {kind}/{chip_type} with {st_cores} cores",
+                         core_per_chip=st_cores, chip_num=chip_num, **base)
+    ids = _chip_ids(name, kind, ann[key], key, True)
+    unhealthy = _chip_ids(name, kind, ann.get(key + UNHEALTHY_SUFFIX, ""), key + UNHEALTHY_SUFFIX, True)
+    return NodeModel(valid=True, core_per_chip=st_cores, chip_num=chip_num, total_cpu=cpu * chip_num,
+                     chip_ids=tuple(ids), unhealthy=frozenset(unhealthy), **base)
+
+
+class MindClusterFamily(DeviceFamily):
+    key = KEY
+    session_init = True
+
+    def __init__(self) -> None:
+        # init-params; stored as Volcano stores them.  The two ClusterD switches choose where the
+        # device-info ConfigMaps come from, which vcsched does not read (node annotations only)
+        self.use_cluster_info_manager = True
+        self.self_maintain_available_card = True
+        self.preset_virtual_device = False
+
+    def request(self, task: TaskInfo) -> NPURequest | None:
+        if not requests_device(task):
+            return None
+        cores = 0
+        for c in containers(task):
+            raw = requests(c).get(NPU_CORE)
+            if raw is None:
+                continue
+            n = quantity(raw)
+            if n != 0:
+                cores = n
+                break
+        labels = task.spec.labels
+        return NPURequest(cores, labels.get(VNPU_DVPP), labels.get(VNPU_LEVEL))
+
+    def build(self, node: Mapping[str, Any], name: str) -> "NPUDevices":
+        """Volcano builds the object for every node, NPU or not (a pod asking ``npu-core: 0`` is then
+        refused on a CPU node with "not have huawei.com/npu-core"); a node that has ``huawei.com/``
+        resources but cannot be modelled is warned about."""
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        model = build_model(node, name)
+        if not model.valid and any(k.startswith(HW_PREFIX) for k in capacity):
+            log.warning("Ascend 310P vNPU node is not usable: its vNPU requests fail with 'invalid VNode'",
+                        node=name, problem=model.problem)
+        return NPUDevices(self, model, {}, {}, {})
+
+    def configure(self, params: Mapping[str, Any]) -> None:
+        """``init-params`` (spec §2.2): Volcano reads them as strings; a non-string value makes its
+        YAML round trip fail, and every parameter falls back to its default."""
+        if any(not isinstance(v, str) for v in params.values()):
+            log.warning("init-params: values must be strings; all init-params fall back to their defaults",
+                        field="configurations[init-params].arguments")
+            params = {}
+        self.use_cluster_info_manager = params.get("useClusterInfoManager", "true") == "true"
+        self.self_maintain_available_card = params.get("self-maintain-available-card", "true") == "true"
+        preset = params.get("presetVirtualDevice") == "true"
+        if preset and not self.preset_virtual_device:
+            log.warning("init-params presetVirtualDevice is true: dynamic vNPU needs the MindCluster device "
+                        "plugin run with -presetVirtualDevice=false", field="configurations[init-params].arguments")
+        self.preset_virtual_device = preset
+
+
+class NPUDevices(NodeDevices):
+    key = KEY
+    __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node", "_not_meet",
+                 "_verdicts")
+
+    def __init__(self, family: MindClusterFamily, model: NodeModel, allocation: dict[str, str],
+                 con_cache: dict[str, set[str]], holders: dict[str, str]) -> None:
+        self.family = family
+        self.model = model
+        self.allocation = allocation  # PodAllocation: pod uid → huawei.com/npu-core
+        self.con_cache = con_cache  # ConCache: template ("" for whole cards) → pod uids
+        self.holders = holders  # pod uid → ns/name
+        self.chips: dict[int, VChip] | None = None  # built at session open
+        self.downgrade: set[str] = set()  # DowngradeCache: pod names
+        self.node: NodeInfo | None = None
+        # IsNodeNotMeetRes per request, valid until the chips change (a failing pod asks every node)
+        self._not_meet: dict[VResource, bool] = {}
+        # the filter's verdict per (request, idle cores), valid until the chips or ConCache change
+        self._verdicts: dict[tuple[NPURequest, int | None], tuple[str | None, bool, bool]] = {}
+
+    def clone(self) -> "NPUDevices":
+        return NPUDevices(self.family, self.model, dict(self.allocation),
+                          {k: set(v) for k, v in self.con_cache.items()}, dict(self.holders))
+
+    # -- session open (InitVNPUDevice) ------------------------------------------------------------
+
+    def open_session(self, node: NodeInfo) -> None:
+        """Chips from the node's annotation, then every NPU task on the node (``initVChips``)."""
+        self.node = node
+        self.downgrade = set()
+        self._not_meet = {}
+        self._verdicts = {}
+        m = self.model
+        chips: dict[int, VChip] = {}
+        self.chips = chips
+        if not m.valid:
+            return
+        total = m.chip_total
+        for i in m.chip_ids:
+            chips[i] = VChip(i, m.chip_kind, total)
+        for task in node.tasks.values():
+            if any(k.startswith(HW_PREFIX) for k in task.resreq.scalars):  # isNPUTask
+                self._init_pod(task, total)
+
+    def _init_pod(self, task: TaskInfo, total: VResource) -> None:
+        """``addNPUResource``: what a bound pod holds, from its own annotations."""
+        ann = pod_annotations(task)
+        value = ann.get(NPU_CORE)
+        if value is None:
+            return
+        m, chips = self.model, self.chips
+        unstable = not ann.get(ASCEND_REAL)  # the device plugin has not reported the real device yet
+        if is_whole_card_value(value):
+            ids = [atoi(x) for x in value.split(",")]
+            if not ids or any(i is None for i in ids):
+                return
+            for i in ids:
+                if i in m.unhealthy:
+                    continue
+                chip = chips.get(i)
+                if chip is None:
+                    chip = chips[i] = VChip(i, m.chip_kind, total)
+                chip.unstable = chip.unstable or unstable
+                chip.real_ids.append(str(i))
+                chip.pods.append(task.key)
+                chip.add(total)
+            return
+        parts = value.split("-")
+        i = atoi(parts[0]) if len(parts) == 2 else None
+        if i is None or i in m.unhealthy:
+            return
+        chip = chips.get(i)
+        if chip is None:
+            chip = chips[i] = VChip(i, m.chip_kind, total)
+        chip.unstable = chip.unstable or unstable
+        real = ann.get(ASCEND_REAL)
+        if real:
+            chip.real_ids.append(real)
+        chip.pods.append(task.key)
+        chip.segment = True
+        res = self._template_resource(parts[1])
+        if res is None:
+            return
+        chip.add(res)
+        chip.update_dvpp(res.dvpp)
+
+    def _template_resource(self, template: str) -> VResource | None:
+        """``getPodUsedRes``: the template table of ChipKind (310P) or of ChipType."""
+        m = self.model
+        table = JOB_TEMPLATES.get(m.chip_kind if m.chip_kind == ASCEND310P else m.chip_type)
+        return None if table is None else table.get(template)
+
+    # -- the ledger (AddResource / SubResource) ------------------------------------------------------
+
+    def add_pod(self, task: TaskInfo) -> None:
+        if task.uid in self.allocation or not requests_device(task):
+            return
+        value = annotation(task, NPU_CORE)
+        if value is not None:
+            self._add(task, value)
+
+    def _add(self, task: TaskInfo, value: str) -> None:
+        self.allocation[task.uid] = value
+        self.holders[task.uid] = task.key
+        parts = value.split("-")
+        template = parts[1] if len(parts) == 2 else ""
+        self.con_cache.setdefault(template, set()).add(task.uid)
+        self._not_meet.clear()
+        self._verdicts.clear()
+        if self.chips is None:
+            return  # cache level: no chips (Volcano's cache object has none either)
+        m = self.model
+        if len(parts) == 2:
+            # vcsched charges the template's resource: Volcano charges the pod's un-downgraded
+            # request here and the template from the next session on, so its ledger drifts
+            res = self._template_resource(template)
+            chip = self.chips.get(atoi(parts[0])) if str(atoi(parts[0])) == parts[0] else None
+            if chip is not None and res is not None:
+                chip.add(res)
+                if not m.whole_card(res.aicore):
+                    chip.segment = True
+                chip.update_dvpp(res.dvpp)
+                chip.pods.append(task.key)
+            return
+        if m.chip_num == 0:
+            return
+        per = VResource(m.core_per_chip, m.total_cpu // m.chip_num, DVPP_NULL)
+        for item in value.split(","):
+            chip = self.chips.get(atoi(item)) if str(atoi(item)) == item else None
+            if chip is not None:
+                chip.add(per)
+                chip.update_dvpp(per.dvpp)
+                chip.pods.append(task.key)
+
+    def remove_pod(self, task: TaskInfo) -> None:
+        if not requests_device(task):
+            return
+        value = pod_annotations(task).get(NPU_CORE) or self.allocation.get(task.uid)
+        if value is None:
+            return
+        self.allocation.pop(task.uid, None)
+        self.holders.pop(task.uid, None)
+        parts = value.split("-")
+        template = parts[1] if len(parts) == 2 else ""
+        uids = self.con_cache.get(template)
+        if uids is not None:
+            uids.discard(task.uid)
+            if not uids:
+                del self.con_cache[template]
+        self._not_meet.clear()
+        self._verdicts.clear()
+        if self.chips is None:
+            return
+        m = self.model
+        if len(parts) == 2:
+            res = self._template_resource(template)
+            chip = self.chips.get(atoi(parts[0])) if str(atoi(parts[0])) == parts[0] else None
+            if chip is not None and res is not None:
+                chip.sub(res)
+                chip.reset_dvpp(res.dvpp)
+                if task.key in chip.pods:
+                    chip.pods.remove(task.key)
+            return
+        if m.chip_num == 0:
+            return
+        per = VResource(m.core_per_chip, m.total_cpu // m.chip_num, DVPP_NULL)
+        for item in value.split(","):
+            chip = self.chips.get(atoi(item)) if str(atoi(item)) == item else None
+            if chip is not None:
+                chip.sub(per)
+                if task.key in chip.pods:
+                    chip.pods.remove(task.key)
+
+    def holds(self, uid: str) -> bool:
+        return uid in self.allocation
+
+    # -- the pod's resource on this node (GetPodResource) -------------------------------------------
+
+    def pod_resource(self, req: NPURequest) -> VResource | str:
+        m = self.model
+        if m.total_core == 0:
+            return NONE  # the node is not initialised
+        cores = req.cores
+        if m.whole_card(cores):
+            return VResource(cores, cores * m.total_cpu // m.total_core, DVPP_NULL)
+        dvpp = DVPP_NULL if req.dvpp is None else req.dvpp
+        if dvpp not in (DVPP_ON, DVPP_OFF, DVPP_NULL):
+            return f"err dvpp value:{dvpp}"
+        level = LEVEL_HIGH if req.level == LEVEL_HIGH else LEVEL_LOW
+        if cores == 1:
+            name = "vir01"
+        elif cores == 2:
+            name = "vir02" if level == LEVEL_HIGH else "vir02_1c"
+        elif cores == 4:
+            if dvpp == DVPP_ON:
+                name = "vir04_4c_dvpp"
+            elif dvpp == DVPP_OFF:
+                name = "vir04_3c_ndvpp"
+            else:
+                name = "vir04" if level == LEVEL_HIGH else "vir04_3c"
+        else:
+            return NONE  # no template for 3, 5, 6, 7 … cores (spec E-25)
+        return TEMPLATES_310P[name]
+
+    # -- checks ----------------------------------------------------------------------------------------
+
+    def _chips(self) -> dict[int, VChip]:
+        if self.chips is None:
+            raise RuntimeError(f"{KEY} on node {self.model.name}: open_session was not called")
+        return self.chips
+
+    def not_meet(self, res: VResource) -> bool:
+        """``IsNodeNotMeetRes``: total free across chips, then a chip-level check."""
+        cached = self._not_meet.get(res)
+        if cached is None:
+            cached = self._not_meet[res] = self._compute_not_meet(res)
+        return cached
+
+    def _compute_not_meet(self, res: VResource) -> bool:
+        chips = self._chips()
+        core = cpu = 0
+        for c in chips.values():
+            core += c.free_core
+            cpu += c.free_cpu
+        if not (core >= res.aicore and cpu >= res.aicpu):
+            return True
+        m = self.model
+        if m.whole_card(res.aicore):
+            if m.core_per_chip == 0:
+                return True
+            free = sum(1 for c in chips.values() if not c.segment and c.free_core != 0)
+            return not (res.aicore // m.core_per_chip <= free)
+        return not any(c.meets(res) and not c.unstable for c in chips.values())
+
+    def _idle_cores(self) -> float | None:
+        node = self.node
+        if node is None:
+            raise RuntimeError(f"{KEY} on node {self.model.name}: open_session was not called")
+        # Volcano's device holds the session node's Idle scalar map itself, so this is live
+        return node.idle.scalars.get(NPU_CORE)
+
+    def filter(self, task: TaskInfo, req: NPURequest, policy: str) -> FilterResult | None:
+        """``FilterNode``: code 1 (Error) on every failure.
+
+        Volcano's fit error carries "preCheckNodePredicate failure" for the first check and an
+        empty reason for the others (the error text only reaches its V(4) log); vcsched shows
+        the error text, prefixed by Volcano's reason when it has one.
+        """
+        idle = self._idle_cores()
+        key = (req, None if idle is None else int(idle / 1000))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = self._verdict(req, key[1])
+        reason, names_pod, downgrade = verdict
+        if downgrade:
+            self.downgrade.add(task.name)
+        if reason is None:
+            return None
+        return FilterResult(StatusCode.Error, f"{task.name} {reason}" if names_pod else reason)
+
+    def _verdict(self, req: NPURequest, idle: int | None) -> tuple[str | None, bool, bool]:
+        """(reason or None, whether the reason starts with the pod's name, downgraded): what the
+        filter decides for a request on this node as it is; kept until the chips change."""
+        if idle is None:
+            return f"preCheckNodePredicate failure: not have {NPU_CORE}", False, False
+        if idle < req.cores:
+            return f"preCheckNodePredicate failure: node not meet task request {NPU_CORE}:{req.cores}", False, False
+        res = self.pod_resource(req)
+        if isinstance(res, str):
+            return res, False, False
+        if not self.model.valid:
+            return "checkNodeNPUByDyTask invalid VNode", False, False
+        downgrade = False
+        if self.not_meet(res) and can_downgrade(res):
+            downgrade = True
+            res = downgraded(res)
+        # a request the node cannot meet and that cannot be downgraded passes here (spec E-24)
+        if self.con_cache:
+            template = template_for(res)
+            if template is None:
+                return f"{res.go()} not get template", False, downgrade
+            if not (len(self.con_cache) == 1 and template in self.con_cache):
+                return f"is using {self.model.name}, and not rewrite", True, downgrade
+        return None, False, downgrade
+
+    # -- allocate / release ------------------------------------------------------------------------------
+
+    def select_chips(self, res: VResource) -> str:
+        """``SelectChipFromNode``: least free chip first; whole cards or one chip for a vNPU."""
+        chips = self._chips()
+        # Go's sort.Sort with "i before j unless i's free ≥ j's in cores and CPUs" is not stable;
+        # vcsched orders by (free cores, free CPUs, chip id), one of the orders Go may produce
+        order = sorted(chips.values(), key=lambda c: (c.free_core, c.free_cpu, c.id))
+        if not order:
+            raise AllocateError("selectChipFromNode sorted chips len 0")
+        m = self.model
+        if m.whole_card(res.aicore):
+            if m.core_per_chip == 0:
+                raise AllocateError("AiCorePerChip is zero, division by zero avoided")
+            k = res.aicore // m.core_per_chip
+            if k == 0:
+                raise AllocateError("task require card number 0")
+            per = VResource(res.aicore // k, res.aicpu // k, DVPP_NULL)
+            names = []
+            for c in order:
+                if not c.meets(per) or c.segment:
+                    continue  # unstable chips are not excluded here, as in Volcano
+                names.append(str(c.id))
+                if len(names) == k:
+                    return ",".join(names)
+            raise AllocateError(f"selectChipFromNodeWhole free whole chip <{len(names)}> not enough for req <{k}>")
+        for c in order:
+            if c.meets(res) and not c.unstable:
+                return str(c.id)
+        raise AllocateError(f"selectChipFromNodeSegment available chip not found for req <{res.aicore}>")
+
+    def allocate(self, task: TaskInfo, req: NPURequest, policy: str, now: float) -> dict[str, str]:
+        res = self.pod_resource(req)
+        if isinstance(res, str):
+            raise AllocateError(res)
+        # Volcano reads only the flag its filter set; vcsched also re-derives it, because tasks of
+        # one shape share the filter's verdict and the filter then ran for another pod's name
+        if task.name in self.downgrade or (can_downgrade(res) and self.not_meet(res)):
+            self.downgrade.add(task.name)
+            res = downgraded(res)
+        chip = self.select_chips(res)
+        if self.model.whole_card(res.aicore):
+            value = chip
+        else:
+            template = template_for(res)
+            if template is None:
+                return {}  # BuildNPUTopologyAnnotations finds no template: no annotations at all
+            value = f"{chip}-{template}"
+        self._add(task, value)
+        return {PREDICATE_TIME: str(int(now * 1_000_000_000)), NPU_CORE: value}
+
+    def release(self, task: TaskInfo) -> tuple[str, ...]:
+        self.remove_pod(task)
+        return RELEASE_KEYS
+
+    def describe(self) -> list[DeviceUse]:
+        m = self.model
+        if not m.valid:
+            return []
+        chips = self.chips
+        if chips is None:  # the cache object: chips from the pods it holds
+            probe = NPUDevices(self.family, m, {}, {}, {})
+            probe.chips = {i: VChip(i, m.chip_kind, m.chip_total) for i in m.chip_ids}
+            for uid, value in self.allocation.items():
+                probe._charge(uid, value, self.holders.get(uid, uid))
+            chips = probe.chips
+        return [DeviceUse(id=c.name, type=m.chip_type, memory_used=0, memory_total=0, cores_used=c.used_core,
+                          slots_used=len(c.pods), slots_total=0, pods=sorted(c.pods),
+                          health=c.id not in m.unhealthy)
+                for c in sorted(chips.values(), key=lambda c: c.id)]
+
+    def _charge(self, uid: str, value: str, key: str) -> None:
+        parts = value.split("-")
+        m = self.model
+        if len(parts) == 2:
+            res = self._template_resource(parts[1])
+            chip = self.chips.get(atoi(parts[0]) if atoi(parts[0]) is not None else -1)
+            if chip is not None and res is not None:
+                chip.add(res)
+                chip.pods.append(key)
+            return
+        for item in value.split(","):
+            i = atoi(item)
+            chip = self.chips.get(i) if i is not None else None
+            if chip is not None:
+                chip.add(m.chip_total)
+                chip.pods.append(key)
+
+
+class MindClusterScorer(BatchScorer):
+    """``ScoreBatchNodes`` (score_policy.go): +8 to the node with the least idle npu-core, or with
+    downgrades, +8 per downgraded node in that order and +16 to the first one that is not.
+
+    Registered only when ``ScheduleWeight > 0``; ``SchedulePolicy`` is not read.
+    """
+
+    def __init__(self, family: MindClusterFamily, weight: int) -> None:
+        self.family = family
+        self.weight = weight
+
+    def applies(self, task: TaskInfo) -> bool:
+        return requests_device(task)
+
+    def score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        devices = [n.devices.get(KEY) for n in nodes]
+        if any(d is None for d in devices):
+            log.warning("score array length doesn't match nodes length: no device score", device=KEY,
+                        task=task.key)
+            return {}
+
+        def idle_key(n: NodeInfo) -> tuple[int, float]:
+            v = n.idle.scalars.get(NPU_CORE)
+            return (1, 0.0) if v is None else (0, v)
+
+        ranked = sorted(nodes, key=idle_key)  # ascending idle cores; nodes without the key last
+        scores = {n.name: 0.0 for n in nodes}
+        down = {n.name for n, d in zip(nodes, devices) if task.name in d.downgrade}
+        if ranked and not down:
+            scores[ranked[0].name] += SCORE
+        else:
+            for n in ranked:
+                if n.name not in down:
+                    scores[n.name] += 2 * SCORE
+                    break
+                scores[n.name] += SCORE
+        return {k: v * self.weight for k, v in scores.items()}
