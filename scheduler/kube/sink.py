@@ -146,9 +146,16 @@ class KubeSink:
     async def apply(self, effects: list[Effect]) -> None:
         """Dispatch binds (background) and carry out every other effect before returning."""
         writes = []
+        unlocked: str | None = None  # the node whose lock was just refused: its Bind does not go out
         for e in effects:
             if isinstance(e, NodeLock):
-                await self._node_lock(e)  # awaited: the lock is on the node before the next Bind goes out
+                # awaited: the lock is on the node before the next Bind goes out
+                unlocked = None if await self._node_lock(e) else e.node
+            elif isinstance(e, Bind) and e.node == unlocked:
+                # Volcano's Allocate fails when LockNode does: the pod stays pending for the next session
+                unlocked = None
+                await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
+                                         f"failed to lock node {e.node}; the pod stays pending")
             elif isinstance(e, Bind):
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
@@ -269,16 +276,18 @@ class KubeSink:
         self.feeder.settle(e.uid, mine)
         self.feeder.pod(pod)
 
-    async def _node_lock(self, e: NodeLock) -> None:
-        """deviceshare NodeLockEnable: the lock annotation, as Volcano's LockNode writes it (spec §4.5)."""
+    async def _node_lock(self, e: NodeLock) -> bool:
+        """deviceshare NodeLockEnable: the lock annotation, as Volcano's LockNode writes it (spec §4.5).
+        Whether the node is locked now."""
         body = {"metadata": {"annotations": {e.key: e.value}}}
         try:
             obj = await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
         except ApiError as err:
-            log.warning("node lock failed; binding anyway", node=e.node, lock=e.key, error=str(err))
-            return
+            log.warning("node lock failed; not binding there", node=e.node, lock=e.key, error=str(err))
+            return False
         if obj.get("metadata"):
             self.feeder.cache.update_node(obj)  # the next session sees the lock without waiting for the watch
+        return True
 
     # -- status writes ---------------------------------------------------------------------------
 

@@ -84,3 +84,25 @@ async def test_our_own_lock_holds_the_node_until_the_device_plugin_releases_it(a
     # the device plugin releases the lock: the second pod goes to the node
     api.update("", "nodes", "", "only", {"metadata": {"annotations": {"hamivgpu": None}}})
     await eventually(lambda: len(api.bindings) == 2, "second pod bound after the release")
+
+
+async def test_a_refused_lock_keeps_the_pod_pending_until_a_later_session_locks_the_node(api, start):
+    """Volcano's Allocate fails when LockNode does: no Binding goes out after a failed lock PATCH."""
+    api.put(gpu_node("only"))
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(conf_map(CONF))
+    api.put(podgroup("pg1"))
+    p = pod("p1", "pg1")
+    p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
+    api.put(p)
+    refused = api.fail(lambda r: r.method.value == "PATCH" and r.resource is not None
+                       and r.resource.plural == "nodes", status=403)
+    await start()
+    await eventually(lambda: api.bindings, "pod bound in a later session")
+    assert refused.hits == 1
+    writes = [(r.resource.plural, r.subresource) for r in api.requests if r.method.value in ("PATCH", "POST")
+              and r.resource is not None and (r.resource.plural == "nodes" or r.subresource == "binding")]
+    assert writes == [("nodes", None), ("nodes", None), ("pods", "binding")]  # refused, locked, bound
+    assert any(e["reason"] == "FailedScheduling" and "failed to lock node only" in e["message"]
+               for e in api.all("", "events"))
