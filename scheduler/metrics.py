@@ -167,6 +167,10 @@ class Metrics:
         if stats.preemption_victims is not None:
             self.preemption_victims.set(stats.preemption_victims)
         self._publish_queues(ssn)
+        for seconds in stats.predicate_durations:
+            self.scheduling_stage("Predicate", seconds)
+        for seconds in stats.scoring_durations:
+            self.scheduling_stage("Scoring", seconds)
         if stats.vgpu_devices is not None:
             self.vgpu_devices.devices = stats.vgpu_devices
 

@@ -23,6 +23,7 @@ in search order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from time import perf_counter
 
 from ..api.fit_errors import FitError, FitErrors, Status
 from ..api.node_info import NodeInfo
@@ -61,6 +62,9 @@ class NodeSearch:
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.indexes: dict[tuple, ShapeIndex] = {}
+        # seconds spent in predicates and in scoring, for the per-task stage durations
+        self.predicate_time = 0.0
+        self.scoring_time = 0.0
 
     # -- predicates ------------------------------------------------------------------
 
@@ -110,8 +114,20 @@ class NodeSearch:
         """Best node for the task, or why there is none.
 
         ``predicate_only`` is backfill's variant: plugin predicates only, no resource
-        check and no gradients.
+        check and no gradients.  The time this task spent in predicates and in scoring
+        goes to ``scheduling_stage_duration{stage=Predicate|Scoring}``, as Volcano's
+        PredicateNodes and PrioritizeNodes record it; a task whose shape was searched
+        before pays only for the nodes that changed since.
         """
+        predicate, scoring = self.predicate_time, self.scoring_time
+        found = self._find(task, predicate_only)
+        stats = self.ssn.stats
+        stats.predicate_durations.append(self.predicate_time - predicate)
+        if self.scoring_time != scoring:
+            stats.scoring_durations.append(self.scoring_time - scoring)
+        return found
+
+    def _find(self, task: TaskInfo, predicate_only: bool) -> Placement | FitErrors:
         if not self.nodes:
             return FitErrors()
         ssn = self.ssn
@@ -135,6 +151,7 @@ class NodeSearch:
         feasible: list[NodeInfo] = []
         fe = FitErrors()
         processed = 0
+        started = perf_counter()
         for i in range(n):
             node = nodes[(start + i) % n]
             processed += 1
@@ -146,6 +163,7 @@ class NodeSearch:
                 break  # Volcano stops at the first feasible node beyond numToFind
             feasible.append(node)
         ssn.state.next_start_node = (start + processed) % n
+        self.predicate_time += perf_counter() - started
         if not feasible:
             return fe
         if predicate_only:
@@ -159,11 +177,13 @@ class NodeSearch:
                 return fe
         if len(gradient) == 1:
             return Placement(gradient[0], idle)
+        started = perf_counter()
         scores = {nd.name: ssn.node_order(task, nd) for nd in gradient}
         for scorer in self.batch:
             if scorer.applies(task):
                 for name, s in scorer.score(task, gradient).items():
                     scores[name] = scores.get(name, 0.0) + s
+        self.scoring_time += perf_counter() - started
         for fn in self.best_node:
             chosen = fn(task, scores)
             if chosen is not None:
@@ -214,14 +234,18 @@ class ShapeIndex:
         search = self.search
         self.gens[i] = node.generation
         v = self.size + i
+        started = perf_counter()
         if self.predicate_only:
             ok = idle = search.predicate_failure(task, node) is None
         else:
             ok = search.check(task, node) is None
             idle = ok and task.resreq.less_equal(node.idle)
+        checked = perf_counter()
+        search.predicate_time += checked - started
         self.cnt[v] = 1 if ok else 0
         if ok:
             self.score[i] = search.ssn.node_order(task, node)
+            search.scoring_time += perf_counter() - checked
         self.best1[v] = i if idle else -1
         self.best2[v] = i if ok and not idle else -1
 

@@ -60,5 +60,8 @@ class SessionStats:
     eviction_transactions: Counter[str] = field(default_factory=Counter)
     preemption_attempts: int = 0
     preemption_victims: int | None = None
+    # node search: per task, seconds in predicates and (when nodes were scored) in scoring
+    predicate_durations: list[float] = field(default_factory=list)
+    scoring_durations: list[float] = field(default_factory=list)
     # deviceshare: every vGPU at session open; None when no vGPU kind is in the session
     vgpu_devices: list[VGPUDeviceStats] | None = None

@@ -95,3 +95,24 @@ def test_retries_count_every_failed_session_and_series_go_with_their_job_and_que
     sched.run_once(now=EPOCH + 13, uid="s4")
     assert value(metrics, "volcano_queue_allocated_milli_cpu", queue_name="extra") is None
     assert value(metrics, "volcano_queue_allocated_milli_cpu", queue_name="team") == 2000
+
+
+def test_every_search_records_its_predicate_and_scoring_stage() -> None:
+    """scheduling_stage_duration{stage=Predicate} per task searched, {stage=Scoring} when nodes were scored."""
+    cache = Cache()
+    cache.add_queue(queue("default"))
+    cache.add_node(node("n1", cpu="4", memory="8Gi"))
+    cache.add_node(node("n2", cpu="4", memory="8Gi"))
+    cache.add_podgroup(podgroup("pg", 3))
+    for i in range(3):
+        cache.add_pod(pod(f"p-{i}", "pg", cpu="1", memory="1Gi"))
+    cache.add_podgroup(podgroup("nowhere", 1))
+    nowhere = pod("nowhere-0", "nowhere", cpu="1", memory="1Gi")
+    nowhere["spec"]["nodeSelector"] = {"zone": "nowhere"}
+    cache.add_pod(nowhere)
+    metrics = Metrics()
+    Scheduler(cache, parse_conf(CONF), metrics).run_once(now=EPOCH, uid="s1")
+
+    stage = "volcano_scheduling_stage_duration_milliseconds_count"
+    assert value(metrics, stage, stage="Predicate") == 4  # three tasks placed, one that fits nowhere
+    assert value(metrics, stage, stage="Scoring") == 3  # the task that fits nowhere is never scored
