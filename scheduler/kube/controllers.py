@@ -61,7 +61,6 @@ class ControllerOptions:
     max_requeue: int = 15  # Volcano's --max-requeue-num
     requeue_base: float = 0.05
     requeue_cap: float = 5.0
-    batch_window: float = 0.1  # kopf: events of one object within this window are handled once (the latest)
 
 
 @dataclass(slots=True)
@@ -612,7 +611,6 @@ def kopf_settings(options: ControllerOptions) -> kopf.OperatorSettings:
     settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
     settings.peering.standalone = True
     settings.peering.clusterwide = True
-    settings.batching.batch_window = options.batch_window
     return settings
 
 
@@ -637,5 +635,65 @@ async def run_controllers(client: KubeClient, stop: asyncio.Event, options: Cont
         await ctl.close()
 
 
-__all__ = ["COMPONENTS", "ControllerOptions", "Controllers", "build_registry", "parse_components",
+async def run_components(client: KubeClient, controller_client: KubeClient | None, runtime: Any | None,
+                         stop: asyncio.Event, options: ControllerOptions | None = None,
+                         elector: Any | None = None) -> int:
+    """``vcsched run``: the scheduler ``runtime`` (None: not run) and, with a ``controller_client``, the
+    controllers, in this event loop. Exit code as the Runtime's: 0 on stop, 1 when leadership is lost.
+
+    With leader election the controllers run only while this replica leads: the scheduler's elector
+    when the scheduler runs, else ``elector`` (a LeaderElector of the controllers' own Lease).
+    """
+    ctl_stop = asyncio.Event()
+    leader = runtime.elector if runtime is not None else elector
+    tasks: list[asyncio.Task[Any]] = []
+
+    async def controllers() -> int:
+        if controller_client is None:
+            return 0
+        if leader is not None:
+            waits = [asyncio.ensure_future(leader.leading.wait()), asyncio.ensure_future(ctl_stop.wait())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if ctl_stop.is_set():
+                return 0
+        log.info("controllers starting")
+        await run_controllers(controller_client, ctl_stop, options)
+        return 1 if leader is not None and leader.lost.is_set() else 0
+
+    async def watch_stop() -> int:
+        waits = [asyncio.ensure_future(stop.wait())]
+        if runtime is None and leader is not None:
+            waits.append(asyncio.ensure_future(leader.lost.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        ctl_stop.set()
+        return 1 if runtime is None and leader is not None and leader.lost.is_set() else 0
+
+    if runtime is None and leader is not None:
+        tasks.append(asyncio.ensure_future(leader.run()))
+    stopper = asyncio.ensure_future(watch_stop())
+    ctl_task = asyncio.ensure_future(controllers())
+    code = 0
+    try:
+        if runtime is not None:
+            code = await runtime.run(stop)
+            ctl_stop.set()
+        else:
+            code = await stopper
+        code = max(code, await ctl_task)
+    finally:
+        ctl_stop.set()
+        stopper.cancel()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(stopper, ctl_task, *tasks, return_exceptions=True)
+        if runtime is None and leader is not None:
+            await leader.release()
+    return code
+
+
+__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "build_registry", "parse_components",
            "run_controllers"]

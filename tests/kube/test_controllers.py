@@ -18,8 +18,6 @@ from vcsched.kube.controllers import ControllerOptions, Controllers, parse_compo
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, eventually, queue
 
-pytestmark = pytest.mark.asyncio
-
 BATCH, SCHED, BUS = "batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh"
 
 
@@ -93,6 +91,7 @@ def set_phase(api: ApiServer, pod: str, phase: str, exit_code: int | None = None
     api.update("", "pods", "ns", pod, {"status": st})
 
 
+@pytest.mark.asyncio
 async def test_job_created_gives_podgroup_then_pods_only_once_inqueue(env):
     api, ctl, feed = env
     created = api.put(job())
@@ -116,6 +115,7 @@ async def test_job_created_gives_podgroup_then_pods_only_once_inqueue(env):
     assert writes and all(r.subresource == "status" and r.method.value == "PUT" for r in writes)
 
 
+@pytest.mark.asyncio
 async def test_pod_failure_restarts_the_job_until_max_retry_then_failed(env):
     api, ctl, feed = env
     api.put(job(maxRetry=2))
@@ -136,6 +136,7 @@ async def test_pod_failure_restarts_the_job_until_max_retry_then_failed(env):
     assert ("Normal", "ExecuteAction", "Start to execute action RestartJob ") in events(api)
 
 
+@pytest.mark.asyncio
 async def test_job_deleted_takes_its_pods_and_podgroup(env):
     api, ctl, feed = env
     api.put(job())
@@ -146,6 +147,7 @@ async def test_job_deleted_takes_its_pods_and_podgroup(env):
     assert pods(api) == [] and api.all(SCHED, "podgroups") == []
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("spec, message", [
     ({"queue": "nope"}, 'unable to find job queue: queue.scheduling.volcano.sh "nope" not found;'),
     ({"minAvailable": 5}, "job 'minAvailable' should not be greater than total replicas in tasks;"),
@@ -162,6 +164,7 @@ async def test_invalid_job_gets_volcanos_condition_and_event_and_no_pods(env, sp
     assert pods(api) == [] and api.all(SCHED, "podgroups") == []  # refused for good
 
 
+@pytest.mark.asyncio
 async def test_status_write_rereads_and_retries_on_conflict_and_is_idempotent(env):
     api, ctl, feed = env
     api.put(job())
@@ -175,6 +178,7 @@ async def test_status_write_rereads_and_retries_on_conflict_and_is_idempotent(en
     assert len(gets) == 3  # read, re-read after the 409, read for the idempotent call
 
 
+@pytest.mark.asyncio
 async def test_a_policy_timeout_is_a_timer_cancelled_when_the_pod_runs_and_fires_otherwise(env):
     api, ctl, feed = env
     api.put(job(policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": "1h"}]))
@@ -212,6 +216,7 @@ async def eventually_async(cond, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.asyncio
 async def test_commands_abort_and_resume_a_job_and_are_deleted_first(env):
     api, ctl, feed = env
     api.put(job())
@@ -230,6 +235,7 @@ async def test_commands_abort_and_resume_a_job_and_are_deleted_first(env):
     assert status(api)["retryCount"] == 1 and status(api)["state"]["phase"] in ("Restarting", "Pending")
 
 
+@pytest.mark.asyncio
 async def test_queue_close_is_closing_until_its_podgroups_go_then_closed_and_open_again(env):
     api, ctl, feed = env
     api.put(queue("q1"))
@@ -255,6 +261,7 @@ async def test_queue_close_is_closing_until_its_podgroups_go_then_closed_and_ope
     assert state_writes and all(r.subresource == "status" for r in state_writes)
 
 
+@pytest.mark.asyncio
 async def test_ttl_deletes_a_finished_job(env):
     api, ctl, feed = env
     created = api.put(job(ttlSecondsAfterFinished=0))
@@ -271,6 +278,7 @@ async def test_ttl_deletes_a_finished_job(env):
     assert api.get(BATCH, "jobs", "ns", "keep") is not None
 
 
+@pytest.mark.asyncio
 async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
     api, ctl, feed = env
     p = api.put({"apiVersion": "v1", "kind": "Pod",
@@ -290,13 +298,14 @@ async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
     assert len(api.all(SCHED, "podgroups")) == 1
 
 
+@pytest.mark.asyncio
 async def test_the_handlers_under_kopf_in_our_event_loop(api):
     """kopf's own watches (standalone, no peering, no kopf events) drive the same handlers."""
     api.put(queue("default"))
     api.put(queue("root"))
     client = client_for(api, agent=CONTROLLER_AGENT)
     stop, ready = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(batch_window=0.01), ready=ready))
+    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready))
     try:
         created = api.put(job())
         pg_name = f"j1-{created['metadata']['uid']}"
@@ -323,3 +332,41 @@ def test_components_flag_is_validated():
     for bad in ("", "sched", "scheduler,nope"):
         with pytest.raises(ValueError, match="--components"):
             parse_components(bad)
+
+
+@pytest.mark.asyncio
+async def test_scheduler_and_controllers_in_one_process(api):
+    """``vcsched run``'s default: a Job goes PodGroup → Inqueue (our scheduler) → pods (our controllers) → bound."""
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.runtime import RunOptions, Runtime
+
+    from .conftest import FAST, cluster
+
+    cluster(api)
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    runtime = Runtime(client, RunOptions(**FAST))
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
+    try:
+        api.put(job())
+        await eventually(lambda: sorted(b[1] for b in api.bindings) == ["j1-worker-0", "j1-worker-1"],
+                         "both pods bound")
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+
+
+def test_run_refuses_a_bad_components_value(capsys):
+    import argparse
+
+    from vcsched.kube.command import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["run", "--components", "scheduler,webhook"])
+    assert args.run(args) == 2  # refused before any cluster configuration is looked for
+    err = capsys.readouterr().err
+    assert "--components" in err and "webhook" in err and "Traceback" not in err
