@@ -42,6 +42,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
     Access("batch.volcano.sh", "jobs", ("delete",), "TTL garbage collection of finished Jobs (ttlSecondsAfterFinished)"),
+    Access("batch.volcano.sh", "jobs", ("update",), "generated PVC names written back into spec.volumes (volumeClaim)"),
     Access("batch.volcano.sh", "jobs/status", ("update",), "Job phase, counts, retries and conditions"),
     Access("bus.volcano.sh", "commands", ("get", "list", "watch"), "AbortJob/ResumeJob/... and OpenQueue/CloseQueue"),
     Access("bus.volcano.sh", "commands", ("delete",), "a Command is deleted before it runs, so it runs at most once"),

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import secrets
+import string
 import time
 import uuid
 from collections.abc import Mapping
@@ -28,12 +30,13 @@ import structlog
 
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..controllers import job_state as js
-from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, mutate_job, podgroup_name, \
-    validate_job, volcano_message
+from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
+    podgroup_name, validate_job, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
-from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PODGROUPS, PODS,
-                  PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
+from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PERSISTENT_VOLUME_CLAIMS,
+                  PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind,
+                  KubeClient)
 
 log = structlog.get_logger("vcsched.controllers")
 
@@ -68,6 +71,10 @@ class _Timer:
     action: str
     request: js.Request
     task: asyncio.Task[None] | None = None
+
+
+class SyncError(Exception):
+    """A sync that cannot go on yet (a missing PVC): retried like an API error."""
 
 
 def now_rfc3339() -> str:
@@ -249,11 +256,11 @@ class Controllers:
                 try:
                     await self._sync(key, request, action, pod_update)
                     return
-                except ApiError as e:
+                except (ApiError, SyncError) as e:
                     log.warning("job request failed", job=key, action=action or "", error=str(e), attempt=attempt)
                     if attempt < o.max_requeue:
                         await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(ApiError, SyncError):
                 job = await self.client.get(JOBS.path(*key.split("/", 1)))
                 if job is not None:
                     await self.event(job, "Normal", "ExecuteAction",
@@ -278,13 +285,59 @@ class Controllers:
             if request is None:
                 return
         request = request or js.Request(event=js.OUT_OF_SYNC)
+        volumes: dict[str, str] = {}
+        chosen = action or js.apply_policies(job, request)[0]
+        if state.get("phase") in (None, "", js.PENDING) and job["spec"].get("volumes") and \
+                chosen in (js.SYNC_JOB, js.RESUME_JOB):
+            # initiateJob (the sync of a job not yet initiated; kills skip it) runs createJobIOIfNotExist
+            raw, volumes = await self._ensure_pvcs(raw, job)
+            job = mutate_job(raw, self.options.scheduler_names[0])
         pg = await self.client.get(PODGROUPS.path(ns, podgroup_name(job)))
         classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
         obs = js.Observed(job=job, pods=pods, podgroup=pg, now=now_rfc3339(),
                           priority_classes={c["metadata"]["name"]: c for c in classes})
         self._cancel_timers(key, request)
         out = js.reconcile(obs, request, action=action)
+        controlled = out.status.setdefault("controlledResources", {}) if volumes else {}
+        for pvc in volumes:
+            if controlled.get(f"volume-pvc-{pvc}") != pvc:
+                controlled[f"volume-pvc-{pvc}"] = pvc
+                out.write_status = out.delayed is None
         await self.carry_out(key, job, request, out)
+
+    async def _ensure_pvcs(self, raw: dict[str, Any], job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+        """Volcano's createJobIOIfNotExist: a ``volumeClaim`` gets a PVC ``<job>-pvc-<12 random [0-9a-z]>`` owned
+        by the Job, and that name is written back into ``spec.volumes``; a ``volumeClaimName`` must exist."""
+        ns, name = _ns_name(job)
+        spec_volumes = copy.deepcopy(raw["spec"].get("volumes") or [])
+        names: dict[str, str] = {}
+        changed = False
+        for vol in spec_volumes:
+            claim = vol.get("volumeClaimName")
+            if not claim:
+                while True:
+                    claim = f"{name}-pvc-" + "".join(secrets.choice(string.digits + string.ascii_lowercase)
+                                                     for _ in range(12))
+                    if await self.client.get(PERSISTENT_VOLUME_CLAIMS.path(ns, claim)) is None:
+                        break
+                vol["volumeClaimName"] = claim
+                changed = True
+                if vol.get("volumeClaim") is not None:
+                    await self._create(PERSISTENT_VOLUME_CLAIMS.path(ns), {
+                        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                        "metadata": {"name": claim, "namespace": ns,
+                                     "ownerReferences": [job_owner_reference(job)]},
+                        "spec": vol["volumeClaim"]})
+            elif await self.client.get(PERSISTENT_VOLUME_CLAIMS.path(ns, claim)) is None:
+                message = f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created"
+                await self.event(job, "Warning", "PVCError", f"Failed to create PVC, err: {message}")
+                raise SyncError(message)
+            names[claim] = claim
+        if changed:
+            updated = await self.client.request("PUT", JOBS.path(ns, name),
+                                                body={**raw, "spec": {**raw["spec"], "volumes": spec_volumes}})
+            raw = {**updated, "status": raw.get("status")}
+        return raw, names
 
     async def _admit(self, job: dict[str, Any]) -> bool:
         """What Volcano's validating webhook refuses gets a condition, a Warning Event and no pods."""

@@ -370,3 +370,31 @@ def test_run_refuses_a_bad_components_value(capsys):
     assert args.run(args) == 2  # refused before any cluster configuration is looked for
     err = capsys.readouterr().err
     assert "--components" in err and "webhook" in err and "Traceback" not in err
+
+
+@pytest.mark.asyncio
+async def test_a_volume_claim_becomes_a_pvc_owned_by_the_job_and_mounted_in_its_pods(env):
+    api, ctl, feed = env
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    created = api.put(job(volumes=[{"mountPath": "/data", "volumeClaim": claim}]))
+    pg = await admit(api, feed)
+    (pvc,) = api.all("", "persistentvolumeclaims")
+    name = pvc["metadata"]["name"]
+    assert name.startswith("j1-pvc-") and len(name) == len("j1-pvc-") + 12 and pvc["spec"] == claim
+    assert pvc["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    assert api.get(BATCH, "jobs", "ns", "j1")["spec"]["volumes"][0]["volumeClaimName"] == name
+    assert status(api)["controlledResources"][f"volume-pvc-{name}"] == name
+    assert pg and pods(api) == ["j1-worker-0", "j1-worker-1"]
+    pod = api.get("", "pods", "ns", "j1-worker-0")
+    assert [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]] == [name]
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == "/data"
+
+
+@pytest.mark.asyncio
+async def test_a_missing_volume_claim_name_holds_the_job_back_with_volcanos_message(env):
+    api, ctl, feed = env
+    api.put(job(volumes=[{"mountPath": "/in", "volumeClaimName": "missing"}]))
+    await feed()
+    msg = "Failed to create PVC, err: pvc missing is not found, the job will be in the Pending state until the PVC is created"
+    assert ("Warning", "PVCError", msg) in events(api)
+    assert api.all(SCHED, "podgroups") == [] and pods(api) == []
