@@ -28,12 +28,12 @@ from typing import Any
 import kopf
 import structlog
 
-from ..api.types import GROUP_NAME_ANNOTATION
+from ..api.types import GROUP_NAME_ANNOTATION, QueueState
 from ..controllers import job_state as js
 from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
     podgroup_name, validate_job, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
-from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
+from ..controllers.queue import CLOSE_QUEUE, SYNC_QUEUE, reconcile_queue_request
 from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PERSISTENT_VOLUME_CLAIMS,
                   PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind,
                   KubeClient)
@@ -173,8 +173,9 @@ class Controllers:
         old = self._pods.get(key)
         if type == "DELETED":
             self._pods.pop(key, None)
-            if job_key:
-                await self.process(job_key, js.request_for_pod_delete(old or pod))
+            if job_key:  # a pod the controller never saw is OutOfSync, as in Volcano's deletePod
+                await self.process(job_key, js.request_for_pod_delete(pod) if old is not None
+                                   else js.Request(event=js.OUT_OF_SYNC))
             return
         if job_key is None:
             if old is None and type in (None, "ADDED"):
@@ -602,7 +603,13 @@ class Controllers:
                 return
             queues = {q["metadata"]["name"]: q
                       for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
-            out = reconcile_queue_request(queue, action, len(self._queue_pgs.get(name, ())), queues)
+            count = len(self._queue_pgs.get(name, ()))
+            if action == CLOSE_QUEUE or (queue.get("status") or {}).get("state") == QueueState.CLOSING:
+                # Closed vs Closing hangs on the count: take it from the API, not from a watch that may
+                # not have listed every PodGroup yet (Volcano waits for its informers' sync instead)
+                count = sum(1 for pg in (await self.client.request("GET", PODGROUPS.path())).get("items") or []
+                            if ((pg.get("spec") or {}).get("queue") or "default") == name)
+            out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
                 return

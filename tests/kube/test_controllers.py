@@ -398,3 +398,27 @@ async def test_a_missing_volume_claim_name_holds_the_job_back_with_volcanos_mess
     msg = "Failed to create PVC, err: pvc missing is not found, the job will be in the Pending state until the PVC is created"
     assert ("Warning", "PVCError", msg) in events(api)
     assert api.all(SCHED, "podgroups") == [] and pods(api) == []
+
+
+@pytest.mark.asyncio
+async def test_close_counts_podgroups_from_the_api_before_the_watch_has_listed_them(env):
+    api, ctl, feed = env
+    api.put(queue("q1"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    cmd = api.put(command("close", "CloseQueue", "Queue", "q1"))
+    await ctl.on_command(type=None, body=cmd)  # no PodGroup event delivered yet
+    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
+
+
+@pytest.mark.asyncio
+async def test_a_podgroup_gone_unknown_raises_the_unknown_event(env):
+    api, ctl, feed = env
+    api.put(job(policies=[{"event": "Unknown", "action": "AbortJob"}]))
+    pg = await admit(api, feed)
+    for p in pods(api):
+        set_phase(api, p, "Running")
+    await feed()
+    api.update(SCHED, "podgroups", "ns", pg, {"status": {"phase": "Unknown"}})
+    await feed()
+    assert status(api)["state"]["phase"] in ("Aborting", "Aborted") and pods(api) == []
