@@ -234,12 +234,19 @@ class Controllers:
         kind = target.get("kind")
         if kind not in ("Job", "Queue"):
             return
-        try:
-            await self.client.request("DELETE", COMMANDS.path(ns, name))
-        except ApiError as e:
-            if e.status == 404:
-                return  # consumed already
-            raise
+        gone = False
+
+        async def delete() -> None:
+            nonlocal gone
+            try:
+                await self.client.request("DELETE", COMMANDS.path(ns, name))
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+                gone = True  # consumed already
+
+        if await self._retrying(f"delete Command {ns}/{name}", delete) is not None or gone:
+            return
         if kind == "Job":
             await self.process(f"{ns}/{target.get('name')}", js.Request(event=js.COMMAND_ISSUED, action=action))
         else:
@@ -471,13 +478,14 @@ class Controllers:
 
     async def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
-        ns = meta.get("namespace") or "default"
+        ns = meta.get("namespace") or "default"  # a cluster-scoped object's (Queue) events go to default
         now = now_rfc3339()
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": f"{meta.get('name')}.{uuid.uuid4().hex[:16]}", "namespace": ns},
                 "involvedObject": {"apiVersion": obj.get("apiVersion") or JOB_API_VERSION,
                                    "kind": obj.get("kind") or "Job", "name": meta.get("name"),
-                                   "namespace": ns, "uid": meta.get("uid", "")},
+                                   "uid": meta.get("uid", ""),
+                                   **({"namespace": meta["namespace"]} if meta.get("namespace") else {})},
                 "type": type_, "reason": reason, "message": message, "count": 1,
                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
                 "firstTimestamp": now, "lastTimestamp": now}
@@ -574,10 +582,28 @@ class Controllers:
 
     # -- the PodGroup controller -------------------------------------------------------------------
 
+    async def _retrying(self, what: str, fn) -> ApiError | None:  # type: ignore[no-untyped-def]
+        """``fn()`` retried with backoff on API errors, up to ``max_requeue`` times; the last error if it
+        never succeeded, else None."""
+        o = self.options
+        for attempt in range(o.max_requeue + 1):
+            try:
+                await fn()
+                return None
+            except ApiError as e:
+                log.warning("request failed", what=what, error=str(e), attempt=attempt)
+                if attempt == o.max_requeue:
+                    return e
+                await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
+        return None
+
     async def podgroup_for_bare_pod(self, pod: dict[str, Any]) -> None:
         """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
         if not needs_podgroup(pod, self.options.scheduler_names):
             return
+        await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
+
+    async def _create_pod_group(self, pod: dict[str, Any]) -> None:
         pg = podgroup_for_pod(pod)
         pg["metadata"].pop("uid", None)
         pg["metadata"].pop("creationTimestamp", None)
@@ -593,14 +619,28 @@ class Controllers:
     # -- the queue controller ----------------------------------------------------------------------
 
     async def sync_queue(self, name: str, action: str = SYNC_QUEUE) -> None:
-        """One queue request (syncQueue / openQueue / closeQueue); follow-up requests after it."""
+        """One queue request (syncQueue / openQueue / closeQueue), retried; follow-up requests after it."""
         if not name:
             return
+        follow: list[tuple[str, str]] = []
+
+        async def once() -> None:
+            follow[:] = await self._sync_queue_once(name, action)
+
+        error = await self._retrying(f"{action} queue {name}", once)
+        if error is not None:  # Volcano after --max-requeue-num: one Warning event
+            await self.event({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                              "metadata": {"name": name}},
+                             "Warning", action, f"{action} queue failed for {error}")
+        for target, follow_action in follow:
+            await self.sync_queue(target, follow_action)
+
+    async def _sync_queue_once(self, name: str, action: str) -> list[tuple[str, str]]:
         follow: list[tuple[str, str]] = []
         async with self._locks.setdefault(f"queue/{name}", asyncio.Lock()):
             queue = await self.client.get(QUEUES.path(None, name))
             if queue is None:
-                return
+                return []
             queues = {q["metadata"]["name"]: q
                       for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
             count = len(self._queue_pgs.get(name, ()))
@@ -612,7 +652,7 @@ class Controllers:
             out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
-                return
+                return []
             if out.set_parent:
                 await self.client.request("PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
                                           body={"spec": {"parent": out.set_parent}})
@@ -627,8 +667,7 @@ class Controllers:
             for type_, reason, message in out.events:
                 await self.event(queue, type_, reason, message)
             follow = out.requests
-        for target, follow_action in follow:
-            await self.sync_queue(target, follow_action)
+        return follow
 
 
 # -- start-up: kopf inside our event loop -----------------------------------------------------------

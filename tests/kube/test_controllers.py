@@ -304,6 +304,7 @@ async def test_the_handlers_under_kopf_in_our_event_loop(api):
     api.put(queue("default"))
     api.put(queue("root"))
     client = client_for(api, agent=CONTROLLER_AGENT)
+    before = asyncio.all_tasks()
     stop, ready = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready))
     try:
@@ -320,6 +321,8 @@ async def test_the_handlers_under_kopf_in_our_event_loop(api):
             await asyncio.wait_for(task, 20)
         await client.close()
     assert task.done() and not task.cancelled()
+    left = [t for t in asyncio.all_tasks() - before if not t.done()]
+    assert [t for t in left if "/kopf/" in t.get_coro().cr_code.co_filename] == []
     kopf = [r for r in api.requests if r.headers.get("User-Agent", "").startswith("kopf/")]
     assert {r.resource.plural for r in kopf if r.resource and r.params.get("watch") == "true"} >= {
         "jobs", "pods", "podgroups", "queues", "commands"}
@@ -422,3 +425,21 @@ async def test_a_podgroup_gone_unknown_raises_the_unknown_event(env):
     api.update(SCHED, "podgroups", "ns", pg, {"status": {"phase": "Unknown"}})
     await feed()
     assert status(api)["state"]["phase"] in ("Aborting", "Aborted") and pods(api) == []
+
+
+@pytest.mark.asyncio
+async def test_api_errors_are_retried_pods_podgroups_and_commands(env):
+    api, ctl, feed = env
+    api.fail(lambda r: r.method.value == "POST" and r.resource.plural == "pods", status=500)
+    api.fail(lambda r: r.method.value == "POST" and r.resource.plural == "podgroups", status=503)
+    api.fail(lambda r: r.method.value == "DELETE" and r.resource.plural == "commands", status=500)
+    api.put(job())
+    await admit(api, feed)
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    bare = api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                    "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+    api.put(command("c1", "AbortJob", "Job", "j1"))
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{bare['metadata']['uid']}") is not None
+    assert api.all(BUS, "commands") == [] and status(api)["state"]["phase"] in ("Aborting", "Aborted")
+    assert all(f.hits == 1 for f in api.faults)
