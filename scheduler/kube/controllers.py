@@ -567,6 +567,7 @@ class Controllers:
 
     def _forget_job(self, key: str) -> None:
         self._jobs_seen.pop(key, None)
+        self._locks.pop(key, None)
         self._drop(key, lambda t: False)
         self._timers.pop(key, None)
         ttl = self._ttl.pop(key, None)

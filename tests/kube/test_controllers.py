@@ -443,3 +443,46 @@ async def test_api_errors_are_retried_pods_podgroups_and_commands(env):
     assert api.get(SCHED, "podgroups", "ns", f"podgroup-{bare['metadata']['uid']}") is not None
     assert api.all(BUS, "commands") == [] and status(api)["state"]["phase"] in ("Aborting", "Aborted")
     assert all(f.hits == 1 for f in api.faults)
+
+
+@pytest.mark.asyncio
+async def test_controllers_alone_with_their_own_lease(api):
+    """``--components controllers --leader-elect``: they run while holding ``<lease>-controllers``."""
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.leader import LeaderElector
+
+    api.put(queue("default"))
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    elector = LeaderElector(client, "volcano-system", "vcsched-controllers", "me",
+                            lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, None, stop, ControllerOptions(), elector))
+    try:
+        api.put(job())
+        await eventually(lambda: len(api.all(SCHED, "podgroups")) == 1, "the PodGroup")
+        lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
+        assert lease["spec"]["holderIdentity"] == "me"
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+    lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
+    assert not lease["spec"].get("holderIdentity")  # released on stop
+
+
+def test_kopf_logs_in_with_the_clients_configuration():
+    from kubernetes.aio import client as kclient
+
+    from vcsched.kube.controllers import connection_info
+
+    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"authorization": "Bearer abc"})
+    cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
+    info = connection_info(cfg)
+    assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
+        "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
+    cfg = kclient.Configuration(host="https://k8s:6443")
+    cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
+    info = connection_info(cfg)
+    assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
