@@ -486,3 +486,22 @@ def test_kopf_logs_in_with_the_clients_configuration():
     cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
     info = connection_info(cfg)
     assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
+
+
+@pytest.mark.asyncio
+async def test_job_plugins_make_their_objects_and_a_kill_removes_them(env):
+    api, ctl, feed = env
+    api.put(job(plugins={"svc": [], "ssh": [], "env": []}))
+    await admit(api, feed)
+    assert [c["metadata"]["name"] for c in api.all("", "configmaps")] == ["j1-svc"]
+    assert api.get("", "configmaps", "ns", "j1-svc")["data"]["VC_WORKER_HOSTS"] == "j1-worker-0.j1,j1-worker-1.j1"
+    assert api.get("", "services", "ns", "j1")["spec"]["clusterIP"] == "None"
+    assert api.get("networking.k8s.io", "networkpolicies", "ns", "j1") is not None
+    secret = api.get("", "secrets", "ns", "j1-ssh")  # stringData: the API server stores it as data
+    assert set(secret["stringData"]) == {"id_rsa", "id_rsa.pub", "authorized_keys", "config"}
+    env_vars = {e["name"]: e.get("value") for e in api.get("", "pods", "ns", "j1-worker-1")["spec"]["containers"][0]["env"]}
+    assert env_vars["VK_TASK_INDEX"] == env_vars["VC_TASK_INDEX"] == "1"
+    assert status(api)["controlledResources"] == {"plugin-env": "env", "plugin-ssh": "ssh", "plugin-svc": "svc"}
+    api.put(command("stop", "TerminateJob", "Job", "j1"))  # a full kill: OnJobDelete for every plugin
+    await feed()
+    assert api.all("", "configmaps") == [] and api.all("", "services") == [] and api.all("", "secrets") == []
