@@ -301,7 +301,10 @@ class Controllers:
             raw, volumes = await self._ensure_pvcs(raw, job)
             job = mutate_job(raw, self.options.scheduler_names[0])
         pg = await self.client.get(PODGROUPS.path(ns, podgroup_name(job)))
-        classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
+        classes = []  # task priorities order minResources: read only when a task names a class
+        if any(((t.get("template") or {}).get("spec") or {}).get("priorityClassName")
+               for t in job["spec"].get("tasks") or []):
+            classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
         obs = js.Observed(job=job, pods=pods, podgroup=pg, now=now_rfc3339(),
                           priority_classes={c["metadata"]["name"]: c for c in classes})
         self._cancel_timers(key, request)

@@ -17,6 +17,7 @@ Kubernetes requests itself:
 - discovery (/api/v1, /apis/<group>/<version>) lists the resources in RESOURCES, so
   kopf's scan finds them;
 - PUT with a stale resourceVersion → 409; DELETE honours a uid precondition;
+- lists honour equality and existence label selectors;
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;
 - injected faults: an HTTP status or a delay (after which the request still
   takes effect, like a reply lost to a client timeout) for matching requests.
@@ -229,8 +230,10 @@ class ApiServer(KubernetesEmulator):
             if params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, ns or None, params)
             sel = _field_name(params.get("fieldSelector"))
+            labels = _label_selector(params.get("labelSelector"))
             items = [o for (g, p, n, nm), o in sorted(self.objects_.items())
-                     if (g, p) == kind and (not ns or n == ns) and (sel is None or nm == sel)]
+                     if (g, p) == kind and (not ns or n == ns) and (sel is None or nm == sel)
+                     and _labels_match(labels, o)]
             return aiohttp.web.json_response({"kind": "List", "apiVersion": "v1",
                                               "metadata": {"resourceVersion": str(self.rv)}, "items": items})
         if method == "POST" and name is None:
@@ -345,6 +348,23 @@ def _field_name(sel: str | None) -> str | None:
     if sel and sel.startswith("metadata.name="):
         return sel.split("=", 1)[1]
     return None
+
+
+def _label_selector(text: str | None) -> list[tuple[str, str | None]]:
+    """Equality (``k=v``, ``k==v``) and existence (``k``) requirements, comma-separated."""
+    out: list[tuple[str, str | None]] = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.replace("==", "=").partition("=")
+        out.append((key.strip(), value.strip() if sep else None))
+    return out
+
+
+def _labels_match(selector: list[tuple[str, str | None]], obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(k in labels and (v is None or labels[k] == v) for k, v in selector)
 
 
 def _matches(w: _Watch, kind: Key, obj: dict[str, Any]) -> bool:
