@@ -354,6 +354,15 @@ async def test_scheduler_and_controllers_in_one_process(api):
         api.put(job())
         await eventually(lambda: sorted(b[1] for b in api.bindings) == ["j1-worker-0", "j1-worker-1"],
                          "both pods bound")
+        for p in pods(api):  # the kubelet's part
+            set_phase(api, p, "Running")
+        await eventually(lambda: status(api).get("state", {}).get("phase") == "Running", "the job Running")
+        first = api.get("", "pods", "ns", "j1-worker-0")["metadata"]["uid"]
+        set_phase(api, "j1-worker-0", "Failed", exit_code=1)  # PodFailed → RestartJob: kill, new PodGroup,
+        await eventually(lambda: len(api.bindings) == 4, "the pods re-created and bound again")  # Inqueue, pods
+        assert status(api)["retryCount"] == 1
+        again = api.get("", "pods", "ns", "j1-worker-0")
+        assert again["metadata"]["uid"] != first and again["metadata"]["annotations"]["volcano.sh/job-version"] == "1"
     finally:
         stop.set()
         code = await asyncio.wait_for(task, 20)
