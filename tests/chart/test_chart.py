@@ -4,7 +4,8 @@ in a bundled library: no helm binary, no cluster, no network).
 What is pinned here: the kinds and names every install creates, the
 `vcsched run` command line the runtime expects, the ConfigMap's conf (Volcano's
 shipped default verbatim, deviceshare added as Volcano's guides add it), the
-ClusterRole equal to SCHEDULER_ACCESS, and Volcano's CRD identities.
+ClusterRole equal to SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS (SCHEDULER_ACCESS alone with
+controllers.enabled=false), and Volcano's CRD identities.
 """
 
 from __future__ import annotations
