@@ -682,7 +682,7 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
     ``on.event`` handlers."""
     registry = kopf.OperatorRegistry()
 
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
         return connection_info(configuration)
 
     kopf.on.login(registry=registry)(login)
