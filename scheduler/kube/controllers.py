@@ -683,7 +683,7 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
     registry = kopf.OperatorRegistry()
 
     async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
-        return connection_info(configuration)
+        return await connection_info(configuration)
 
     kopf.on.login(registry=registry)(login)
     kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)(ctl.on_job)
@@ -694,11 +694,10 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
     return registry
 
 
-def connection_info(cfg: Any) -> kopf.ConnectionInfo:
-    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster)."""
-    if getattr(cfg, "refresh_api_key_hook", None) is not None:
-        cfg.refresh_api_key_hook(cfg)
-    token = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken") or ""
+async def connection_info(cfg: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster; the
+    client's own token refresh hook runs first, as before each of its requests)."""
+    token = await cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
     scheme, _, value = token.partition(" ")
     if not value:
         scheme, value = ("Bearer", token) if token else (None, None)

@@ -481,19 +481,21 @@ async def test_controllers_alone_with_their_own_lease(api):
     assert not lease["spec"].get("holderIdentity")  # released on stop
 
 
-def test_kopf_logs_in_with_the_clients_configuration():
+@pytest.mark.asyncio
+async def test_kopf_logs_in_with_the_clients_configuration():
     from kubernetes.aio import client as kclient
 
     from vcsched.kube.controllers import connection_info
 
-    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"authorization": "Bearer abc"})
+    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"BearerToken": "abc"},
+                                api_key_prefix={"BearerToken": "Bearer"})
     cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
-    info = connection_info(cfg)
+    info = await connection_info(cfg)
     assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
         "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
     cfg = kclient.Configuration(host="https://k8s:6443")
     cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
-    info = connection_info(cfg)
+    info = await connection_info(cfg)
     assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
 
 
