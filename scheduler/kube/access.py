@@ -39,6 +39,34 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 )
 
 
+# The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector.
+# kopf's resource scan reads only the discovery URLs (/api, /apis), which every authenticated user may read.
+CONTROLLER_ACCESS: tuple[Access, ...] = (
+    Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
+    Access("batch.volcano.sh", "jobs", ("delete",), "TTL garbage collection of finished Jobs (ttlSecondsAfterFinished)"),
+    Access("batch.volcano.sh", "jobs", ("update",), "generated PVC names written back into spec.volumes (volumeClaim)"),
+    Access("batch.volcano.sh", "jobs/status", ("update",), "Job phase, counts, retries and conditions"),
+    Access("bus.volcano.sh", "commands", ("get", "list", "watch"), "AbortJob/ResumeJob/... and OpenQueue/CloseQueue"),
+    Access("bus.volcano.sh", "commands", ("delete",), "a Command is deleted before it runs, so it runs at most once"),
+    Access("", "pods", ("get", "list", "watch"), "a Job's pods, and bare pods that need a PodGroup"),
+    Access("", "pods", ("create", "delete"), "a Job's pods: created once the PodGroup is Inqueue, deleted by kills"),
+    Access("", "pods", ("patch",), "the out-of-sync annotation before a kill; group-name on a bare pod"),
+    Access("scheduling.volcano.sh", "podgroups", ("get", "list", "watch"), "gate pod creation on Inqueue; queue counts"),
+    Access("scheduling.volcano.sh", "podgroups", ("create", "update", "delete"),
+           "a Job's PodGroup (re-created after full kills) and one per bare pod"),
+    Access("scheduling.volcano.sh", "queues", ("get", "list", "watch"), "job admission (queue Open) and the queue tree"),
+    Access("scheduling.volcano.sh", "queues", ("patch",), "spec.parent root and the closed-by-parent annotation"),
+    Access("scheduling.volcano.sh", "queues/status", ("patch",), "queue state Open / Closing / Closed"),
+    Access("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch"), "task priorities for minResources"),
+    Access("", "events", ("create",), "Job and Queue events, as vc-controller-manager records them"),
+    Access("", "configmaps", ("get", "create", "update", "delete"), "the svc plugin's <job>-svc hosts ConfigMap"),
+    Access("", "services", ("create", "delete"), "the svc plugin's headless Service"),
+    Access("networking.k8s.io", "networkpolicies", ("create", "delete"), "the svc plugin's NetworkPolicy"),
+    Access("", "secrets", ("create", "delete"), "the ssh plugin's <job>-ssh key pair Secret"),
+    Access("", "persistentvolumeclaims", ("get", "create"), "volumes[].volumeClaim PVCs, and volumeClaimName checks"),
+)
+
+
 def grants(rules: tuple[Access, ...], group: str, resource: str, verb: str) -> bool:
     """Whether ``rules`` allow ``verb`` on ``group``/``resource``."""
     return any(a.group == group and a.resource == resource and verb in a.verbs for a in rules)

@@ -52,6 +52,13 @@ PRIORITY_CLASSES = Kind("scheduling.k8s.io", "v1", "priorityclasses", False)
 PODGROUPS = Kind("scheduling.volcano.sh", "v1beta1", "podgroups", True)
 QUEUES = Kind("scheduling.volcano.sh", "v1beta1", "queues", False)
 LEASES = Kind("coordination.k8s.io", "v1", "leases", True)
+# the controllers' kinds
+JOBS = Kind("batch.volcano.sh", "v1alpha1", "jobs", True)
+COMMANDS = Kind("bus.volcano.sh", "v1alpha1", "commands", True)
+SERVICES = Kind("", "v1", "services", True)
+SECRETS = Kind("", "v1", "secrets", True)
+NETWORK_POLICIES = Kind("networking.k8s.io", "v1", "networkpolicies", True)
+PERSISTENT_VOLUME_CLAIMS = Kind("", "v1", "persistentvolumeclaims", True)
 
 
 class ApiError(Exception):
@@ -128,6 +135,15 @@ class KubeClient:
         if resp.status >= 300:
             raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
         return doc if isinstance(doc, dict) else {}
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        """GET one object; None when it does not exist (404)."""
+        try:
+            return await self.request("GET", path)
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
 
     async def watch(self, path: str, query: Mapping[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
         """A watch stream: one event dict per line, until the server ends it or ``timeout`` of silence."""

@@ -22,17 +22,21 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--configmap-namespace", default="volcano-system")
     p.add_argument("--default-queue", default="default",
                    help="queue of PodGroups that name none; created at start with root when absent (default default)")
+    p.add_argument("--components", default="scheduler,controllers",
+                   help="what this process runs: scheduler, controllers, or both (default scheduler,controllers)")
     p.set_defaults(run=run_command, log_level="info")
 
 
 def run_command(args: Any) -> int:
     """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost or the root/default queue
     cannot be created, 2 on bad flags or conf."""
+    from .controllers import ControllerOptions, parse_components
     from .runtime import RunOptions, parse_duration, parse_listen
 
     try:
         period = parse_duration(args.schedule_period)
         parse_listen(args.listen)
+        components = parse_components(args.components)
     except ValueError as e:
         print(f"vcsched run: {e}", file=sys.stderr)
         return 2
@@ -51,19 +55,34 @@ def run_command(args: Any) -> int:
         except Exception as e:  # the client's ConfigException, or a missing/bad file
             print(f"vcsched run: no usable cluster configuration: {e}", file=sys.stderr)
             return 2
+        from .controllers import run_components
+        from .leader import LeaderElector
+
         client = KubeClient(cfg)
+        controller_client = KubeClient(cfg, user_agent="vcsched-controllers") if "controllers" in components else None
         try:
-            try:
-                runtime = Runtime(client, options)
-            except ConfError2 as e:
-                print(f"vcsched run: {e}", file=sys.stderr)
-                return 2
+            runtime = elector = None
+            if "scheduler" in components:
+                try:
+                    runtime = Runtime(client, options)
+                except ConfError2 as e:
+                    print(f"vcsched run: {e}", file=sys.stderr)
+                    return 2
+            elif args.leader_elect:  # the controllers alone: their own Lease
+                import socket
+                import uuid
+
+                elector = LeaderElector(client, args.lease_namespace, f"{args.lease_name}-controllers",
+                                        f"{socket.gethostname()}_{uuid.uuid4()}")
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            return await runtime.run(stop)
+            return await run_components(client, controller_client, runtime, stop,
+                                        ControllerOptions(scheduler_names=(args.scheduler_name,)), elector)
         finally:
             await client.close()
+            if controller_client is not None:
+                await controller_client.close()
 
     return asyncio.run(main())

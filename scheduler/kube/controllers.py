@@ -1,246 +1,801 @@
-"""The controllers in Kubernetes mode: kopf handlers that call the pure reconcile functions.
+"""The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
+controllers as kopf event handlers that call the pure reconcile functions of scheduler/controllers.
 
-Only this layer talks to the API server. ``KubeApi`` is a small async client over aiohttp
-(the base URL and headers come from kopf's login or a test's API emulator); ``JobHandlers``
-holds the handlers, ``register(registry, handlers)`` wires them into a kopf registry.
-Status writes re-read the object, skip the write when nothing changed (idempotent) and retry
-on 409 Conflict.
+- kopf watches (``on.event`` handlers only: no finalizers, no diff-base annotations, no patches of its
+  own, no posting of its own events, no peering) and runs inside our event loop (``run_controllers``).
+- Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
+- One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
+  worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
+  Volcano's ``Job failed on action <A> for retry limit reached`` and TerminateJob.
+- Status writes re-read the Job, skip the write when nothing changed and retry on 409 Conflict.
+- Delayed actions (policy timeouts) and ttlSecondsAfterFinished are asyncio timers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+import secrets
+import string
+import time
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-import aiohttp
 import kopf
+import structlog
 
+from ..api.types import GROUP_NAME_ANNOTATION, QueueState
 from ..controllers import job_state as js
-from ..controllers.job import (JOB_NAME_KEY, OUT_OF_SYNC_KEY, mutate_job, podgroup_name, validate_job,
-                               volcano_message)
+from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
+    podgroup_name, validate_job, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
+from ..controllers.queue import CLOSE_QUEUE, SYNC_QUEUE, reconcile_queue_request
+from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PERSISTENT_VOLUME_CLAIMS,
+                  PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind,
+                  KubeClient)
 
-JOBS = "/apis/batch.volcano.sh/v1alpha1"
-SCHED = "/apis/scheduling.volcano.sh/v1beta1"
-CONFLICT_RETRIES = 5
+log = structlog.get_logger("vcsched.controllers")
 
-
-class ApiError(Exception):
-    def __init__(self, status: int, text: str) -> None:
-        super().__init__(f"{status}: {text}")
-        self.status = status
-
-
-class KubeApi:
-    def __init__(self, session: aiohttp.ClientSession, base_url: str) -> None:
-        self.session, self.base = session, base_url.rstrip("/")
-
-    async def _call(self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None) -> Any:
-        async with self.session.request(method, self.base + path, json=body, params=params) as resp:
-            if resp.status >= 400:
-                raise ApiError(resp.status, await resp.text())
-            return await resp.json(content_type=None)
-
-    async def get(self, path: str) -> dict[str, Any] | None:
-        try:
-            return await self._call("GET", path)
-        except ApiError as e:
-            if e.status == 404:
-                return None
-            raise
-
-    async def list(self, path: str, selector: str) -> list[dict[str, Any]]:
-        return list((await self._call("GET", path, params={"labelSelector": selector})).get("items") or [])
-
-    async def create(self, path: str, obj: dict[str, Any]) -> None:
-        try:
-            await self._call("POST", path, obj)
-        except ApiError as e:
-            if e.status != 409:  # AlreadyExists is ignored, as Volcano does
-                raise
-
-    async def patch(self, path: str, patch: dict[str, Any]) -> None:
-        await self._call("PATCH", path, patch)
-
-    async def put(self, path: str, obj: dict[str, Any]) -> None:
-        await self._call("PUT", path, obj)
-
-    async def delete(self, path: str) -> None:
-        try:
-            await self._call("DELETE", path)
-        except ApiError as e:
-            if e.status != 404:
-                raise
+COMPONENT = "vc-controller-manager"
+INVALID_REASON = "ValidationFailed"  # state.reason of a Job the (absent) webhook would have refused
+_PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
+                                  "NetworkPolicy": NETWORK_POLICIES}
+COMPONENTS = ("scheduler", "controllers")
 
 
-def _now() -> str:
+def parse_components(text: str) -> tuple[str, ...]:
+    """``--components scheduler,controllers``: a non-empty subset of COMPONENTS, else ValueError."""
+    names = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    unknown = [n for n in names if n not in COMPONENTS]
+    if not names or unknown:
+        raise ValueError(f"--components: invalid value {text!r}: expected a comma-separated list of "
+                         f"{', '.join(COMPONENTS)}" + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
+    return names
+
+
+@dataclass(slots=True)
+class ControllerOptions:
+    scheduler_names: tuple[str, ...] = ("volcano",)
+    conflict_retries: int = 5
+    max_requeue: int = 15  # Volcano's --max-requeue-num
+    requeue_base: float = 0.05
+    requeue_cap: float = 5.0
+
+
+@dataclass(slots=True)
+class _Timer:
+    action: str
+    request: js.Request
+    task: asyncio.Task[None] | None = None
+
+
+class SyncError(Exception):
+    """A sync that cannot go on yet (a missing PVC): retried like an API error."""
+
+
+def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_PLURALS = {"ConfigMap": "/api/v1/namespaces/{ns}/configmaps", "Service": "/api/v1/namespaces/{ns}/services",
-            "Secret": "/api/v1/namespaces/{ns}/secrets",
-            "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"}
+def parse_rfc3339(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-class JobHandlers:
-    """The job, podgroup (bare pods) controller handlers, in kopf's calling convention (keyword arguments)."""
+def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
+    return copy.deepcopy(dict(body))
 
-    def __init__(self, api: KubeApi, scheduler_names: tuple[str, ...] = ("volcano",)) -> None:
-        self.api = api
-        self.scheduler_names = scheduler_names
 
-    # -- paths ---------------------------------------------------------------------------------
+def _ns_name(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "default", meta.get("name") or ""
 
-    @staticmethod
-    def job_path(ns: str, name: str) -> str:
-        return f"{JOBS}/namespaces/{ns}/jobs/{name}"
 
-    @staticmethod
-    def pods_path(ns: str) -> str:
-        return f"/api/v1/namespaces/{ns}/pods"
+def _controller_ref(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return ref
+    return None
 
-    @staticmethod
-    def pg_path(ns: str, name: str = "") -> str:
-        return f"{SCHED}/namespaces/{ns}/podgroups" + (f"/{name}" if name else "")
+
+def _pod_state(pod: Mapping[str, Any]) -> tuple:
+    """What a job pod update is about: phase, deletion, the out-of-sync mark, restarts."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    restarts = sum(int(c.get("restartCount") or 0)
+                   for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []))
+    return (status.get("phase"), bool(meta.get("deletionTimestamp")),
+            (meta.get("annotations") or {}).get(OUT_OF_SYNC_KEY), restarts)
+
+
+class Controllers:
+    """The handlers (kopf ``on.event`` convention: ``type`` None for the initial listing, ADDED, MODIFIED,
+    DELETED; ``body``) and what they share: per-job locks, the last seen pods and PodGroup phases,
+    timers, and the queue → PodGroups index of the queue controller."""
+
+    def __init__(self, client: KubeClient, options: ControllerOptions | None = None) -> None:
+        self.client = client
+        self.options = options or ControllerOptions()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
+        self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
+        self._pg_seen: dict[str, tuple[str, str]] = {}  # PodGroup key → (queue, phase)
+        self._queue_pgs: dict[str, set[str]] = {}  # queue → PodGroup keys
+        self._queue_parent: dict[str, str] = {}
+        self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
+        self._ttl: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def timers(self) -> dict[str, list[tuple[str, js.Request]]]:
+        """The armed delayed actions by job key (for tests and logs)."""
+        return {k: [(t.action, t.request) for t in ts] for k, ts in self._timers.items() if ts}
 
     # -- handlers ------------------------------------------------------------------------------
 
-    async def job_event(self, body: Mapping[str, Any], request: js.Request | None = None, **_: Any) -> None:
-        """Job created or its phase changed (OutOfSync), or a request from a pod or the PodGroup."""
-        job = copy.deepcopy(dict(body))
-        ns, name = job["metadata"].get("namespace") or "default", job["metadata"]["name"]
-        job = mutate_job(job)
-        queues = {q["metadata"]["name"]: q for q in (await self.api._call("GET", f"{SCHED}/queues")).get("items") or []}
+    async def on_job(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        job = _plain(body)
+        ns, name = _ns_name(job)
+        key = f"{ns}/{name}"
+        if type == "DELETED":
+            self._forget_job(key)
+            await self._collect_job(job)
+            return
+        seen = (job["metadata"].get("uid"), job.get("spec"), ((job.get("status") or {}).get("state") or {}).get("phase"))
+        old = self._jobs_seen.get(key)
+        self._jobs_seen[key] = seen
+        self._arm_ttl(key, job)
+        if old != seen:  # added, spec changed or phase changed: OutOfSync (our own count writes are not)
+            await self.process(key, js.Request(event=js.OUT_OF_SYNC))
+
+    async def on_pod(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        pod = _plain(body)
+        ns, name = _ns_name(pod)
+        key = f"{ns}/{name}"
+        job_ref = _controller_ref(pod, "Job")
+        annotations = pod["metadata"].get("annotations") or {}
+        job_key = f"{ns}/{annotations[JOB_NAME_KEY]}" if job_ref and annotations.get(JOB_NAME_KEY) else None
+        old = self._pods.get(key)
+        if type == "DELETED":
+            self._pods.pop(key, None)
+            if job_key:  # a pod the controller never saw is OutOfSync, as in Volcano's deletePod
+                await self.process(job_key, js.request_for_pod_delete(pod) if old is not None
+                                   else js.Request(event=js.OUT_OF_SYNC))
+            return
+        if job_key is None:
+            if old is None and type in (None, "ADDED"):
+                await self.podgroup_for_bare_pod(pod)
+            return
+        self._pods[key] = pod
+        if old is None or old["metadata"].get("uid") != pod["metadata"].get("uid"):
+            await self.process(job_key, js.request_for_pod_add(pod))
+        elif _pod_state(old) != _pod_state(pod):
+            await self.process(job_key, pod_update=(old, pod))
+
+    async def on_podgroup(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        pg = _plain(body)
+        ns, name = _ns_name(pg)
+        key = f"{ns}/{name}"
+        queue = (pg.get("spec") or {}).get("queue") or "default"
+        phase = (pg.get("status") or {}).get("phase") or ""
+        old = self._pg_seen.get(key)
+        job_ref = _controller_ref(pg, "Job")
+        if type == "DELETED":
+            self._pg_seen.pop(key, None)
+            if old is not None:
+                self._queue_pgs.get(old[0], set()).discard(key)
+                await self.sync_queue(old[0])
+            return
+        self._pg_seen[key] = (queue, phase)
+        if old is not None and old[0] != queue:
+            self._queue_pgs.get(old[0], set()).discard(key)
+        self._queue_pgs.setdefault(queue, set()).add(key)
+        if old != (queue, phase):
+            await self.sync_queue(queue)
+        # Volcano's job controller watches PodGroups: a phase change is a request for the job
+        if job_ref is not None and old is not None and old[1] != phase:
+            await self.process(f"{ns}/{job_ref.get('name')}", js.request_for_podgroup_phase(phase))
+
+    async def on_queue(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        queue = _plain(body)
+        name = queue["metadata"]["name"]
+        parent = (queue.get("spec") or {}).get("parent") or ""
+        if type == "DELETED":
+            self._queue_parent.pop(name, None)
+            return
+        old = self._queue_parent.get(name)
+        self._queue_parent[name] = parent
+        if old is None or old != parent:  # queue added, or its parent changed
+            await self.sync_queue(name)
+
+    async def on_command(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        """bus.volcano.sh Commands: deleted first (so each runs at most once), then acted on."""
+        if type == "DELETED":
+            return
+        cmd = _plain(body)
+        ns, name = _ns_name(cmd)
+        target = cmd.get("target") or {}
+        action = cmd.get("action") or ""
+        kind = target.get("kind")
+        if kind not in ("Job", "Queue"):
+            return
+        gone = False
+
+        async def delete() -> None:
+            nonlocal gone
+            try:
+                await self.client.request("DELETE", COMMANDS.path(ns, name))
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+                gone = True  # consumed already
+
+        if await self._retrying(f"delete Command {ns}/{name}", delete) is not None or gone:
+            return
+        if kind == "Job":
+            await self.process(f"{ns}/{target.get('name')}", js.Request(event=js.COMMAND_ISSUED, action=action))
+        else:
+            await self.sync_queue(target.get("name") or "", action)
+
+    # -- the job controller ------------------------------------------------------------------------
+
+    async def process(self, key: str, request: js.Request | None = None, action: str | None = None,
+                      pod_update: tuple[dict[str, Any], dict[str, Any]] | None = None) -> None:
+        """One request for one job, retried with backoff on API errors (processNextReq + requeue)."""
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        o = self.options
+        async with lock:
+            for attempt in range(o.max_requeue + 1):
+                try:
+                    await self._sync(key, request, action, pod_update)
+                    return
+                except (ApiError, SyncError) as e:
+                    log.warning("job request failed", job=key, action=action or "", error=str(e), attempt=attempt)
+                    if attempt < o.max_requeue:
+                        await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
+            with contextlib.suppress(ApiError, SyncError):
+                job = await self.client.get(JOBS.path(*key.split("/", 1)))
+                if job is not None:
+                    await self.event(job, "Normal", "ExecuteAction",
+                                     f"Job failed on action {action or js.SYNC_JOB} for retry limit reached")
+                    await self._sync(key, js.Request(event=js.OUT_OF_SYNC), js.TERMINATE_JOB, None)
+
+    async def _sync(self, key: str, request: js.Request | None, action: str | None,
+                    pod_update: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
+        ns, name = key.split("/", 1)
+        raw = await self.client.get(JOBS.path(ns, name))
+        if raw is None:
+            return
+        state = (raw.get("status") or {}).get("state") or {}
+        if state.get("reason") == INVALID_REASON:
+            return  # refused: no pods, ever
+        job = mutate_job(raw, self.options.scheduler_names[0])
+        if not state.get("phase") and not await self._admit(job):
+            return
+        pods = await self._job_pods(job)
+        if pod_update is not None:
+            request = js.request_for_pod_update(job, pod_update[0], pod_update[1], pods)
+            if request is None:
+                return
+        request = request or js.Request(event=js.OUT_OF_SYNC)
+        volumes: dict[str, str] = {}
+        chosen = action or js.apply_policies(job, request)[0]
+        if state.get("phase") in (None, "", js.PENDING) and job["spec"].get("volumes") and \
+                chosen in (js.SYNC_JOB, js.RESUME_JOB):
+            # initiateJob (the sync of a job not yet initiated; kills skip it) runs createJobIOIfNotExist
+            raw, volumes = await self._ensure_pvcs(raw, job)
+            job = mutate_job(raw, self.options.scheduler_names[0])
+        pg = await self.client.get(PODGROUPS.path(ns, podgroup_name(job)))
+        classes = []  # task priorities order minResources: read only when a task names a class
+        if any(((t.get("template") or {}).get("spec") or {}).get("priorityClassName")
+               for t in job["spec"].get("tasks") or []):
+            classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
+        obs = js.Observed(job=job, pods=pods, podgroup=pg, now=now_rfc3339(),
+                          priority_classes={c["metadata"]["name"]: c for c in classes})
+        self._cancel_timers(key, request)
+        out = js.reconcile(obs, request, action=action)
+        controlled = out.status.setdefault("controlledResources", {}) if volumes else {}
+        for pvc in volumes:
+            if controlled.get(f"volume-pvc-{pvc}") != pvc:
+                controlled[f"volume-pvc-{pvc}"] = pvc
+                out.write_status = out.delayed is None
+        await self.carry_out(key, job, request, out)
+
+    async def _ensure_pvcs(self, raw: dict[str, Any], job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+        """Volcano's createJobIOIfNotExist: a ``volumeClaim`` gets a PVC ``<job>-pvc-<12 random [0-9a-z]>`` owned
+        by the Job, and that name is written back into ``spec.volumes``; a ``volumeClaimName`` must exist."""
+        ns, name = _ns_name(job)
+        spec_volumes = copy.deepcopy(raw["spec"].get("volumes") or [])
+        names: dict[str, str] = {}
+        changed = False
+        for vol in spec_volumes:
+            claim = vol.get("volumeClaimName")
+            if not claim:
+                while True:
+                    claim = f"{name}-pvc-" + "".join(secrets.choice(string.digits + string.ascii_lowercase)
+                                                     for _ in range(12))
+                    if await self.client.get(PERSISTENT_VOLUME_CLAIMS.path(ns, claim)) is None:
+                        break
+                vol["volumeClaimName"] = claim
+                changed = True
+                if vol.get("volumeClaim") is not None:
+                    await self._create(PERSISTENT_VOLUME_CLAIMS.path(ns), {
+                        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                        "metadata": {"name": claim, "namespace": ns,
+                                     "ownerReferences": [job_owner_reference(job)]},
+                        "spec": vol["volumeClaim"]})
+            elif await self.client.get(PERSISTENT_VOLUME_CLAIMS.path(ns, claim)) is None:
+                message = f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created"
+                await self.event(job, "Warning", "PVCError", f"Failed to create PVC, err: {message}")
+                raise SyncError(message)
+            names[claim] = claim
+        if changed:
+            updated = await self.client.request("PUT", JOBS.path(ns, name),
+                                                body={**raw, "spec": {**raw["spec"], "volumes": spec_volumes}})
+            raw = {**updated, "status": raw.get("status")}
+        return raw, names
+
+    async def _admit(self, job: dict[str, Any]) -> bool:
+        """What Volcano's validating webhook refuses gets a condition, a Warning Event and no pods."""
+        queues = {q["metadata"]["name"]: q
+                  for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
         problems = validate_job(job, queues)
-        if problems:
-            # no webhook in front of us: the refusal becomes a condition and an Event, and no pods
-            message = volcano_message(problems)
-            status = dict(job.get("status") or {})
-            status["conditions"] = js.append_condition(status.get("conditions") or [], {
-                "status": "Failed", "type": "Invalid", "reason": "ValidationFailed", "message": message,
-                "lastTransitionTime": _now()})
-            status.setdefault("state", {})["phase"] = js.FAILED
-            status["state"]["reason"], status["state"]["message"] = "ValidationFailed", message
-            await self.write_status(ns, name, status)
-            await self.event(job, "Warning", "ValidationFailed", message)
-            return
-        pods = {p["metadata"]["name"]: p for p in await self.api.list(self.pods_path(ns), f"{JOB_NAME_KEY}={name}")}
-        pg = await self.api.get(self.pg_path(ns, podgroup_name(job)))
-        obs = js.Observed(job=job, pods=pods, podgroup=pg, now=_now())
-        out = js.reconcile(obs, request or js.Request(event=js.OUT_OF_SYNC, job_uid=job["metadata"].get("uid", "")))
-        await self.carry_out(job, out)
+        if not problems:
+            return True
+        message = volcano_message(problems)
+        now = now_rfc3339()
+        status = copy.deepcopy(job.get("status") or {})
+        status["state"] = {"phase": js.FAILED, "reason": INVALID_REASON, "message": message,
+                           "lastTransitionTime": now}
+        status["conditions"] = js.append_condition(status.get("conditions") or [], {
+            "status": js.FAILED, "type": "Invalid", "reason": INVALID_REASON, "message": message,
+            "lastTransitionTime": now})
+        ns, name = _ns_name(job)
+        await self.write_status(ns, name, status)
+        await self.event(job, "Warning", INVALID_REASON, message)
+        return False
 
-    async def pod_phase_changed(self, body: Mapping[str, Any], old: Any, new: Any, **_: Any) -> None:
-        pod = dict(body)
-        ns = pod["metadata"].get("namespace") or "default"
-        name = ((pod["metadata"].get("labels") or {}).get(JOB_NAME_KEY))
-        job = await self.api.get(self.job_path(ns, name)) if name else None
-        if job is None:
-            return
-        old_pod = copy.deepcopy(pod)
-        old_pod.setdefault("status", {})["phase"] = old
-        pods = {p["metadata"]["name"]: p for p in await self.api.list(self.pods_path(ns), f"{JOB_NAME_KEY}={name}")}
-        req = js.request_for_pod_update(mutate_job(job), old_pod, pod, pods)
-        if req is not None:
-            await self.job_event(job, request=req)
+    async def _job_pods(self, job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        ns, name = _ns_name(job)
+        uid = job["metadata"].get("uid")
+        items = (await self.client.request("GET", PODS.path(ns), query={"labelSelector": f"{JOB_NAME_KEY}={name}"})
+                 ).get("items") or []
+        return {p["metadata"]["name"]: p for p in items
+                if (_controller_ref(p, "Job") or {}).get("uid") == uid}
 
-    async def pod_deleted(self, body: Mapping[str, Any], **_: Any) -> None:
-        ns = body["metadata"].get("namespace") or "default"
-        name = (body["metadata"].get("labels") or {}).get(JOB_NAME_KEY)
-        job = await self.api.get(self.job_path(ns, name)) if name else None
-        if job is not None:
-            await self.job_event(job, request=js.request_for_pod_delete(body))
-
-    async def job_deleted(self, body: Mapping[str, Any], **_: Any) -> None:
-        """The Job is gone: its pods and PodGroup go with it (what owner-reference GC does in a cluster)."""
-        ns, name = body["metadata"].get("namespace") or "default", body["metadata"]["name"]
-        for pod in await self.api.list(self.pods_path(ns), f"{JOB_NAME_KEY}={name}"):
-            await self.api.delete(f"{self.pods_path(ns)}/{pod['metadata']['name']}")
-        await self.api.delete(self.pg_path(ns, podgroup_name(body)))
-
-    async def bare_pod_created(self, body: Mapping[str, Any], **_: Any) -> None:
-        """The podgroup controller: a PodGroup ``podgroup-<uid>`` for a pod without one."""
-        if not needs_podgroup(body, self.scheduler_names):
-            return
-        pg = podgroup_for_pod(body)
-        ns = pg["metadata"]["namespace"]
-        pg["metadata"].pop("uid", None)
-        pg["metadata"].pop("creationTimestamp", None)
-        await self.api.create(self.pg_path(ns), pg)
-        await self.api.patch(f"{self.pods_path(ns)}/{body['metadata']['name']}", {
-            "metadata": {"annotations": {"scheduling.k8s.io/group-name": pg["metadata"]["name"]}}})
-
-    # -- carrying out ----------------------------------------------------------------------------
-
-    async def carry_out(self, job: dict[str, Any], out: js.Outcome) -> None:
-        ns, name = job["metadata"].get("namespace") or "default", job["metadata"]["name"]
+    async def carry_out(self, key: str, job: dict[str, Any], req: js.Request, out: js.Outcome) -> None:
+        ns, name = _ns_name(job)
         for ev in out.events:
             await self.event(job, ev.type, ev.reason, ev.message)
         if out.delayed is not None:
-            return  # kopf mode arms delays through kopf's own timers (not done here)
+            self._arm(key, out.delayed)
+            return
+        if out.action not in (js.SYNC_JOB, ""):
+            self._cancel_after_action(key, out.action, req)
         for pod_name in out.delete_pods:
-            path = f"{self.pods_path(ns)}/{pod_name}"
-            await self.api.patch(path, {"metadata": {"annotations": {OUT_OF_SYNC_KEY: "true"}}})
-            await self.api.delete(path)
+            path = PODS.path(ns, pod_name)
+            try:  # the mark first: the deletion then reads as OutOfSync, not PodEvicted
+                await self.client.request("PATCH", path, content_type=MERGE_PATCH,
+                                          body={"metadata": {"annotations": {OUT_OF_SYNC_KEY: "true"}}})
+                await self.client.request("DELETE", path)
+            except ApiError as e:
+                if e.status != 404:
+                    raise
         for obj in out.apply_objects:
-            await self.api.create(_PLURALS[obj["kind"]].format(ns=ns), obj)
+            await self._apply(ns, obj)
         for kind, obj_name in out.delete_objects:
-            await self.api.delete(_PLURALS[kind].format(ns=ns) + f"/{obj_name}")
+            await self._delete(_PLUGIN_KINDS[kind].path(ns, obj_name))
         if out.create_podgroup is not None:
-            await self.api.create(self.pg_path(ns), out.create_podgroup)
+            await self._create(PODGROUPS.path(ns), out.create_podgroup)
         if out.update_podgroup is not None:
-            await self.api.put(self.pg_path(ns, podgroup_name(job)), out.update_podgroup)
+            await self._update_podgroup(ns, out.update_podgroup)
         for pod in out.create_pods:
-            await self.api.create(self.pods_path(ns), pod)
+            await self._create(PODS.path(ns), pod)
         if out.write_status:
             await self.write_status(ns, name, out.status)
         if out.delete_podgroup:
-            await self.api.delete(self.pg_path(ns, podgroup_name(job)))
+            await self._delete(PODGROUPS.path(ns, podgroup_name(job)))
 
     async def write_status(self, ns: str, name: str, status: dict[str, Any]) -> bool:
-        """Re-read, skip when equal, PUT with the read resourceVersion, retry on 409. True if written."""
-        path = self.job_path(ns, name)
-        for _ in range(CONFLICT_RETRIES):
-            current = await self.api.get(path)
+        """Re-read, skip when equal, PUT jobs/status with the read resourceVersion, retry on 409."""
+        path = JOBS.path(ns, name)
+        for _ in range(self.options.conflict_retries):
+            current = await self.client.get(path)
             if current is None:
                 return False
             if current.get("status") == status:
                 return False
-            body = {"apiVersion": current.get("apiVersion"), "kind": current.get("kind"),
+            body = {"apiVersion": JOB_API_VERSION, "kind": "Job",
                     "metadata": {"name": name, "namespace": ns,
                                  "resourceVersion": current["metadata"].get("resourceVersion")},
                     "status": status}
             try:
-                await self.api.put(path + "/status", body)
+                await self.client.request("PUT", JOBS.path(ns, name, "status"), body=body)
                 return True
             except ApiError as e:
                 if e.status != 409:
                     raise
-        raise kopf.TemporaryError(f"Job {ns}/{name}: status write kept conflicting", delay=1)
+        raise ApiError(409, f"Job {ns}/{name}: status write kept conflicting")
 
-    async def event(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        meta = job["metadata"]
-        ns = meta.get("namespace") or "default"
-        await self.api.create(f"/api/v1/namespaces/{ns}/events", {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
-            "involvedObject": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": meta["name"],
-                               "namespace": ns, "uid": meta.get("uid", "")},
-            "type": type_, "reason": reason, "message": message,
-            "source": {"component": "vc-controller-manager"}, "firstTimestamp": _now(), "lastTimestamp": _now()})
+    async def _update_podgroup(self, ns: str, desired: dict[str, Any]) -> None:
+        """PodGroup has no status subresource: PUT the current object with the new spec; re-read on 409."""
+        path = PODGROUPS.path(ns, desired["metadata"]["name"])
+        for _ in range(self.options.conflict_retries):
+            current = await self.client.get(path)
+            if current is None:
+                return
+            if current.get("spec") == desired.get("spec"):
+                return
+            try:
+                await self.client.request("PUT", path, body={**current, "spec": desired.get("spec")})
+                return
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+        raise ApiError(409, f"PodGroup {ns}/{desired['metadata']['name']}: update kept conflicting")
+
+    async def _apply(self, ns: str, obj: dict[str, Any]) -> None:
+        """A plugin object: created, or (the svc ConfigMap on OnJobUpdate) updated when its data differ."""
+        kind = _PLUGIN_KINDS[obj["kind"]]
+        try:
+            await self.client.request("POST", kind.path(ns), body=obj)
+            return
+        except ApiError as e:
+            if e.status != 409:
+                raise
+        if kind is not CONFIGMAPS:
+            return
+        path = kind.path(ns, obj["metadata"]["name"])
+        current = await self.client.get(path)
+        if current is not None and current.get("data") != obj.get("data"):
+            await self.client.request("PUT", path, body={**current, "data": obj.get("data")})
+
+    async def _create(self, path: str, obj: dict[str, Any]) -> None:
+        try:
+            await self.client.request("POST", path, body=obj)
+        except ApiError as e:
+            if e.status != 409:  # AlreadyExists is ignored, as Volcano does
+                raise
+
+    async def _delete(self, path: str, body: dict[str, Any] | None = None) -> None:
+        try:
+            await self.client.request("DELETE", path, body=body)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    async def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or "default"  # a cluster-scoped object's (Queue) events go to default
+        now = now_rfc3339()
+        body = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{meta.get('name')}.{uuid.uuid4().hex[:16]}", "namespace": ns},
+                "involvedObject": {"apiVersion": obj.get("apiVersion") or JOB_API_VERSION,
+                                   "kind": obj.get("kind") or "Job", "name": meta.get("name"),
+                                   "uid": meta.get("uid", ""),
+                                   **({"namespace": meta["namespace"]} if meta.get("namespace") else {})},
+                "type": type_, "reason": reason, "message": message, "count": 1,
+                "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                "firstTimestamp": now, "lastTimestamp": now}
+        try:
+            await self.client.request("POST", EVENTS.path(ns), body=body)
+        except ApiError as e:
+            log.warning("event not recorded", reason=reason, object=f"{ns}/{meta.get('name')}", error=str(e))
+
+    # -- delayed actions ---------------------------------------------------------------------------
+
+    def _arm(self, key: str, delayed: js.DelayedAction) -> None:
+        timers = self._timers.setdefault(key, [])
+        pod = delayed.request.pod_name
+        if any(t.request.pod_name == pod and t.action == delayed.action for t in timers):
+            return  # a second registration for the same pod and action is ignored
+        timer = _Timer(delayed.action, delayed.request)
+        timers.append(timer)
+        timer.task = self._spawn(self._fire(key, timer, delayed.delay))
+
+    async def _fire(self, key: str, timer: _Timer, delay: float) -> None:
+        await asyncio.sleep(delay)
+        timers = self._timers.get(key) or []
+        if timer not in timers:
+            return
+        timers.remove(timer)
+        await self.process(key, timer.request, action=timer.action)
+
+    def _drop(self, key: str, keep) -> None:  # type: ignore[no-untyped-def]
+        timers = self._timers.get(key) or []
+        for t in [t for t in timers if not keep(t)]:
+            timers.remove(t)
+            if t.task is not None and t.task is not asyncio.current_task():
+                t.task.cancel()
+
+    def _cancel_timers(self, key: str, req: js.Request) -> None:
+        """A PodPending delay ends with any other event of that pod; a PodFailed/PodEvicted delay when it runs."""
+        if not req.pod_name:
+            return
+
+        def keep(t: _Timer) -> bool:
+            if t.request.pod_name != req.pod_name:
+                return True
+            if t.request.event == js.POD_PENDING and req.event != js.POD_PENDING and t.request.pod_uid == req.pod_uid:
+                return False
+            return not (t.request.event in (js.POD_FAILED, js.POD_EVICTED) and req.event == js.POD_RUNNING)
+
+        self._drop(key, keep)
+
+    def _cancel_after_action(self, key: str, action: str, req: js.Request) -> None:
+        if action in js.JOB_LEVEL_ACTIONS:
+            self._drop(key, lambda t: t.action not in js.JOB_LEVEL_ACTIONS)
+        elif action == js.RESTART_TASK:
+            self._drop(key, lambda t: not (t.action == action and t.request.task == req.task))
+        elif action in (js.RESTART_POD, js.RESTART_PARTITION):
+            self._drop(key, lambda t: not (t.action == action and t.request.pod_name == req.pod_name))
+
+    # -- garbage collection ------------------------------------------------------------------------
+
+    def _arm_ttl(self, key: str, job: dict[str, Any]) -> None:
+        """garbagecollector: a finished Job with ttlSecondsAfterFinished goes at lastTransitionTime + ttl."""
+        old = self._ttl.pop(key, None)
+        if old is not None and old is not asyncio.current_task():
+            old.cancel()
+        deadline = js.ttl_deadline(job, parse_rfc3339)
+        if deadline is not None:
+            self._ttl[key] = self._spawn(self._expire(key, job["metadata"].get("uid"), deadline - time.time()))
+
+    async def _expire(self, key: str, uid: str, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        ns, name = key.split("/", 1)
+        try:  # foreground propagation, and only the Job we saw (a re-created one has another uid)
+            await self.client.request("DELETE", JOBS.path(ns, name),
+                                      body={"propagationPolicy": "Foreground", "preconditions": {"uid": uid}})
+            log.info("finished job deleted (ttlSecondsAfterFinished)", job=key)
+        except ApiError as e:
+            if e.status not in (404, 409):
+                log.warning("TTL deletion failed", job=key, error=str(e))
+
+    def _forget_job(self, key: str) -> None:
+        self._jobs_seen.pop(key, None)
+        self._locks.pop(key, None)
+        self._drop(key, lambda t: False)
+        self._timers.pop(key, None)
+        ttl = self._ttl.pop(key, None)
+        if ttl is not None and ttl is not asyncio.current_task():
+            ttl.cancel()
+
+    async def _collect_job(self, job: dict[str, Any]) -> None:
+        """The Job is gone: its pods and PodGroup go too (what owner references make the cluster's GC do)."""
+        ns, _ = _ns_name(job)
+        for pod_name in await self._job_pods(job):
+            await self._delete(PODS.path(ns, pod_name))
+        await self._delete(PODGROUPS.path(ns, podgroup_name(job)))
+
+    # -- the PodGroup controller -------------------------------------------------------------------
+
+    async def _retrying(self, what: str, fn) -> ApiError | None:  # type: ignore[no-untyped-def]
+        """``fn()`` retried with backoff on API errors, up to ``max_requeue`` times; the last error if it
+        never succeeded, else None."""
+        o = self.options
+        for attempt in range(o.max_requeue + 1):
+            try:
+                await fn()
+                return None
+            except ApiError as e:
+                log.warning("request failed", what=what, error=str(e), attempt=attempt)
+                if attempt == o.max_requeue:
+                    return e
+                await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
+        return None
+
+    async def podgroup_for_bare_pod(self, pod: dict[str, Any]) -> None:
+        """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
+        if not needs_podgroup(pod, self.options.scheduler_names):
+            return
+        await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
+
+    async def _create_pod_group(self, pod: dict[str, Any]) -> None:
+        pg = podgroup_for_pod(pod)
+        pg["metadata"].pop("uid", None)
+        pg["metadata"].pop("creationTimestamp", None)
+        ns, name = _ns_name(pod)
+        await self._create(PODGROUPS.path(ns), pg)
+        try:
+            await self.client.request("PATCH", PODS.path(ns, name), content_type=STRATEGIC_MERGE_PATCH,
+                                      body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg["metadata"]["name"]}}})
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    # -- the queue controller ----------------------------------------------------------------------
+
+    async def sync_queue(self, name: str, action: str = SYNC_QUEUE) -> None:
+        """One queue request (syncQueue / openQueue / closeQueue), retried; follow-up requests after it."""
+        if not name:
+            return
+        follow: list[tuple[str, str]] = []
+
+        async def once() -> None:
+            follow[:] = await self._sync_queue_once(name, action)
+
+        error = await self._retrying(f"{action} queue {name}", once)
+        if error is not None:  # Volcano after --max-requeue-num: one Warning event
+            await self.event({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                              "metadata": {"name": name}},
+                             "Warning", action, f"{action} queue failed for {error}")
+        for target, follow_action in follow:
+            await self.sync_queue(target, follow_action)
+
+    async def _sync_queue_once(self, name: str, action: str) -> list[tuple[str, str]]:
+        follow: list[tuple[str, str]] = []
+        async with self._locks.setdefault(f"queue/{name}", asyncio.Lock()):
+            queue = await self.client.get(QUEUES.path(None, name))
+            if queue is None:
+                return []
+            queues = {q["metadata"]["name"]: q
+                      for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
+            count = len(self._queue_pgs.get(name, ()))
+            if action == CLOSE_QUEUE or (queue.get("status") or {}).get("state") == QueueState.CLOSING:
+                # Closed vs Closing hangs on the count: take it from the API, not from a watch that may
+                # not have listed every PodGroup yet (Volcano waits for its informers' sync instead)
+                count = sum(1 for pg in (await self.client.request("GET", PODGROUPS.path())).get("items") or []
+                            if ((pg.get("spec") or {}).get("queue") or "default") == name)
+            out = reconcile_queue_request(queue, action, count, queues)
+            if out.error:
+                await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
+                return []
+            if out.set_parent:
+                await self.client.request("PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
+                                          body={"spec": {"parent": out.set_parent}})
+            if out.state is not None:
+                await self.client.request("PATCH", QUEUES.path(None, name, "status"), content_type=MERGE_PATCH,
+                                          body={"status": {"state": out.state}})
+            for target, wanted in out.annotations.items():
+                current = ((queues.get(target) or {}).get("metadata") or {}).get("annotations") or {}
+                if target in queues and any(current.get(k) != v for k, v in wanted.items()):
+                    await self.client.request("PATCH", QUEUES.path(None, target), content_type=MERGE_PATCH,
+                                              body={"metadata": {"annotations": wanted}})
+            for type_, reason, message in out.events:
+                await self.event(queue, type_, reason, message)
+            follow = out.requests
+        return follow
 
 
-def register(registry: kopf.OperatorRegistry, handlers: JobHandlers) -> kopf.OperatorRegistry:
-    """Wire the handlers into a kopf registry (not the global one)."""
-    kopf.on.create("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)(handlers.job_event)
-    kopf.on.field("batch.volcano.sh", "v1alpha1", "jobs", field="status.state.phase",
-                  registry=registry)(handlers.job_event)
-    kopf.on.delete("batch.volcano.sh", "v1alpha1", "jobs", registry=registry, optional=True)(handlers.job_deleted)
-    kopf.on.field("", "v1", "pods", field="status.phase", labels={JOB_NAME_KEY: kopf.PRESENT},
-                  registry=registry)(handlers.pod_phase_changed)
-    kopf.on.delete("", "v1", "pods", labels={JOB_NAME_KEY: kopf.PRESENT}, registry=registry,
-                   optional=True)(handlers.pod_deleted)
-    kopf.on.create("", "v1", "pods", registry=registry)(handlers.bare_pod_created)
+# -- start-up: kopf inside our event loop -----------------------------------------------------------
+
+
+def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistry:
+    """Our own registry (not kopf's global one): a login from our client's configuration and the
+    ``on.event`` handlers."""
+    registry = kopf.OperatorRegistry()
+
+    async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
+        return await connection_info(configuration)
+
+    kopf.on.login(registry=registry)(login)
+    kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)(ctl.on_job)
+    kopf.on.event("", "v1", "pods", registry=registry)(ctl.on_pod)
+    kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)(ctl.on_podgroup)
+    kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)(ctl.on_queue)
+    kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)(ctl.on_command)
     return registry
+
+
+async def connection_info(cfg: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster; the
+    client's own token refresh hook runs first, as before each of its requests)."""
+    token = await cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
+    scheme, _, value = token.partition(" ")
+    if not value:
+        scheme, value = ("Bearer", token) if token else (None, None)
+    return kopf.ConnectionInfo(server=cfg.host, scheme=scheme, token=value or None,
+                               ca_path=cfg.ssl_ca_cert or None, insecure=not cfg.verify_ssl,
+                               certificate_path=cfg.cert_file or None, private_key_path=cfg.key_file or None,
+                               default_namespace=None)
+
+
+def kopf_settings(options: ControllerOptions) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # kopf's own k8s events would need more RBAC; we record Volcano's
+    settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
+    settings.peering.standalone = True
+    settings.peering.clusterwide = True
+    return settings
+
+
+async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
+                          ready: asyncio.Event | None = None, ctl: Controllers | None = None) -> None:
+    """Run the controllers until ``stop`` is set, in the calling event loop.
+
+    kopf.spawn_tasks, not kopf.operator: kopf.operator ends by waiting for and cancelling every task
+    that was created while it ran — in our process that is the scheduler's too.
+    """
+    options = options or ControllerOptions()
+    ctl = ctl or Controllers(client, options)
+    registry = build_registry(ctl, client.api.configuration)
+    tasks = await kopf.spawn_tasks(registry=registry, settings=kopf_settings(options), standalone=True,
+                                   clusterwide=True, stop_flag=stop, ready_flag=ready)
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await ctl.close()
+
+
+async def run_components(client: KubeClient, controller_client: KubeClient | None, runtime: Any | None,
+                         stop: asyncio.Event, options: ControllerOptions | None = None,
+                         elector: Any | None = None) -> int:
+    """``vcsched run``: the scheduler ``runtime`` (None: not run) and, with a ``controller_client``, the
+    controllers, in this event loop. Exit code as the Runtime's: 0 on stop, 1 when leadership is lost.
+
+    With leader election the controllers run only while this replica leads: the scheduler's elector
+    when the scheduler runs, else ``elector`` (a LeaderElector of the controllers' own Lease).
+    """
+    ctl_stop = asyncio.Event()
+    leader = runtime.elector if runtime is not None else elector
+    tasks: list[asyncio.Task[Any]] = []
+
+    async def controllers() -> int:
+        if controller_client is None:
+            return 0
+        if leader is not None:
+            waits = [asyncio.ensure_future(leader.leading.wait()), asyncio.ensure_future(ctl_stop.wait())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if ctl_stop.is_set():
+                return 0
+        log.info("controllers starting")
+        await run_controllers(controller_client, ctl_stop, options)
+        return 1 if leader is not None and leader.lost.is_set() else 0
+
+    async def watch_stop() -> int:
+        waits = [asyncio.ensure_future(stop.wait())]
+        if runtime is None and leader is not None:
+            waits.append(asyncio.ensure_future(leader.lost.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        ctl_stop.set()
+        return 1 if runtime is None and leader is not None and leader.lost.is_set() else 0
+
+    if runtime is None and leader is not None:
+        tasks.append(asyncio.ensure_future(leader.run()))
+    stopper = asyncio.ensure_future(watch_stop())
+    ctl_task = asyncio.ensure_future(controllers())
+    code = 0
+    try:
+        if runtime is not None:
+            code = await runtime.run(stop)
+            ctl_stop.set()
+        else:
+            code = await stopper
+        code = max(code, await ctl_task)
+    finally:
+        ctl_stop.set()
+        stopper.cancel()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(stopper, ctl_task, *tasks, return_exceptions=True)
+        if runtime is None and leader is not None:
+            await leader.release()
+    return code
+
+
+__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "build_registry", "parse_components",
+           "run_controllers"]

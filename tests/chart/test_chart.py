@@ -4,7 +4,8 @@ in a bundled library: no helm binary, no cluster, no network).
 What is pinned here: the kinds and names every install creates, the
 `vcsched run` command line the runtime expects, the ConfigMap's conf (Volcano's
 shipped default verbatim, deviceshare added as Volcano's guides add it), the
-ClusterRole equal to SCHEDULER_ACCESS, and Volcano's CRD identities.
+ClusterRole equal to SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS (SCHEDULER_ACCESS alone with
+controllers.enabled=false), and Volcano's CRD identities.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from vcsched.conf import parse_conf
-from vcsched.kube.access import SCHEDULER_ACCESS
+from vcsched.kube.access import CONTROLLER_ACCESS, SCHEDULER_ACCESS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = ROOT / "charts" / "vcsched"
@@ -220,13 +221,16 @@ def test_metrics_service_selects_the_scheduler_pods(default):
 @pytest.mark.parametrize("controllers", [True, False])
 def test_cluster_role_grants_exactly_scheduler_access(chart, controllers):
     out = render(chart, {"controllers": {"enabled": controllers}})
-    # The controllers' rules are not written yet: enabling them adds nothing today.
-    assert role_triples(out.one("ClusterRole")) == access_triples(SCHEDULER_ACCESS)
+    # one ClusterRole: SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS, or the scheduler's alone without the controllers
+    want = SCHEDULER_ACCESS + (CONTROLLER_ACCESS if controllers else ())
+    assert role_triples(out.one("ClusterRole")) == access_triples(want)
+    components = flags(container_args(out.one("Deployment"))).get("components")
+    assert components == (None if controllers else "scheduler")
 
 
 def test_cluster_role_states_the_reason_for_each_rule(default):
     text = default.text["vcsched/templates/clusterrole.yaml"]
-    for access in SCHEDULER_ACCESS:
+    for access in SCHEDULER_ACCESS + CONTROLLER_ACCESS:
         assert f"# {access.why}\n" in text, access
 
 

@@ -11,9 +11,13 @@ Kubernetes requests itself:
 - pods/binding as BindingREST: 404 for a missing pod, 409 when already assigned
   or on a uid mismatch, else spec.nodeName set and the Binding's annotations
   copied onto the pod;
-- pods/status and queues/status patch only ``status``; podgroups have no status
-  subresource (404), like Volcano's CRD;
+- pods/status, queues/status and jobs/status (batch.volcano.sh, as Volcano's CRD
+  declares it) write only ``status``, and writes to those objects themselves leave
+  ``status`` alone; podgroups have no status subresource (404), like Volcano's CRD;
+- discovery (/api/v1, /apis/<group>/<version>) lists the resources in RESOURCES, so
+  kopf's scan finds them;
 - PUT with a stale resourceVersion → 409; DELETE honours a uid precondition;
+- lists honour equality and existence label selectors;
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;
 - injected faults: an HTTP status or a delay (after which the request still
   takes effect, like a reply lost to a client timeout, even when the client
@@ -35,6 +39,24 @@ import aiohttp.web
 from kmock import KubernetesEmulator, Request
 
 Key = tuple[str, str]  # (group, plural)
+
+# what discovery serves: "group/version/plural" → (kind, namespaced, subresources)
+RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
+    "v1/nodes": ("Node", False, ("status",)), "v1/pods": ("Pod", True, ("status", "binding")),
+    "v1/configmaps": ("ConfigMap", True, ()), "v1/events": ("Event", True, ()),
+    "v1/namespaces": ("Namespace", False, ()), "v1/services": ("Service", True, ()),
+    "v1/secrets": ("Secret", True, ()), "v1/persistentvolumeclaims": ("PersistentVolumeClaim", True, ()),
+    "scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", False, ()),
+    "coordination.k8s.io/v1/leases": ("Lease", True, ()),
+    "networking.k8s.io/v1/networkpolicies": ("NetworkPolicy", True, ()),
+    "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False, ()),
+    "scheduling.volcano.sh/v1beta1/podgroups": ("PodGroup", True, ()),
+    "scheduling.volcano.sh/v1beta1/queues": ("Queue", False, ("status",)),
+    "batch.volcano.sh/v1alpha1/jobs": ("Job", True, ("status",)),
+    "bus.volcano.sh/v1alpha1/commands": ("Command", True, ()),
+}
+# resources whose status is written only through /status (and only status is written there)
+STATUS_SUBRESOURCE = {("", "pods"), ("scheduling.volcano.sh", "queues"), ("batch.volcano.sh", "jobs")}
 
 
 @dataclass
@@ -102,6 +124,9 @@ class ApiServer(KubernetesEmulator):
         self.faults: list[Fault] = []
         self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) of every accepted Binding
         self._held_tasks: set[asyncio.Task] = set()
+        for res, (kind, namespaced, subs) in RESOURCES.items():
+            self.resources[res] = {"kind": kind, "namespaced": namespaced, "subresources": set(subs),
+                                   "verbs": {"get", "list", "watch", "create", "update", "patch", "delete"}}
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -181,8 +206,8 @@ class ApiServer(KubernetesEmulator):
     # -- the API ----------------------------------------------------------------------------------
 
     async def _handle(self, request: Request) -> aiohttp.web.StreamResponse:
-        if request.resource is None:
-            return await super()._handle(request)
+        if request.resource is None or request.resource.plural is None:
+            return await super()._handle(request)  # discovery
         for f in self.faults:
             if f.hits < f.times and f.match(request):
                 f.hits += 1
@@ -224,8 +249,10 @@ class ApiServer(KubernetesEmulator):
             if params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, ns or None, params)
             sel = _field_name(params.get("fieldSelector"))
+            labels = _label_selector(params.get("labelSelector"))
             items = [o for (g, p, n, nm), o in sorted(self.objects_.items())
-                     if (g, p) == kind and (not ns or n == ns) and (sel is None or nm == sel)]
+                     if (g, p) == kind and (not ns or n == ns) and (sel is None or nm == sel)
+                     and _labels_match(labels, o)]
             return aiohttp.web.json_response({"kind": "List", "apiVersion": "v1",
                                               "metadata": {"resourceVersion": str(self.rv)}, "items": items})
         if method == "POST" and name is None:
@@ -240,11 +267,20 @@ class ApiServer(KubernetesEmulator):
         if method == "GET":
             return aiohttp.web.json_response(obj)
         if method == "PUT":
+            if sub and sub != "status":
+                return _status(404, "NotFound", f"no subresource {sub}")
             if (request.data.get("metadata") or {}).get("resourceVersion") != obj["metadata"]["resourceVersion"]:
                 return _status(409, "Conflict", "the object has been modified; please apply your changes "
                                                 "to the latest version and try again")
-            new = dict(request.data)
-            new["metadata"] = {**obj["metadata"], **(request.data.get("metadata") or {})}
+            if sub == "status":
+                new = {**obj, "status": request.data.get("status") or {}}
+            else:
+                new = dict(request.data)
+                new["metadata"] = {**obj["metadata"], **(request.data.get("metadata") or {})}
+                if kind in STATUS_SUBRESOURCE:
+                    new["status"] = obj.get("status")
+                    if new["status"] is None:
+                        new.pop("status")
             return aiohttp.web.json_response(self._store(key, new, "MODIFIED"))
         if method == "PATCH":
             ctype = request.headers.get("Content-Type", "")
@@ -253,6 +289,8 @@ class ApiServer(KubernetesEmulator):
                 patch = {"status": patch.get("status") or {}}
             elif sub:
                 return _status(404, "NotFound", f"no subresource {sub}")
+            elif kind in STATUS_SUBRESOURCE:
+                patch = {k: v for k, v in patch.items() if k != "status"}
             merge = strategic_merge_patch if "strategic" in ctype else merge_patch
             return aiohttp.web.json_response(self._store(key, merge(obj, patch), "MODIFIED"))
         if method == "DELETE":
@@ -331,6 +369,23 @@ def _field_name(sel: str | None) -> str | None:
     return None
 
 
+def _label_selector(text: str | None) -> list[tuple[str, str | None]]:
+    """Equality (``k=v``, ``k==v``) and existence (``k``) requirements, comma-separated."""
+    out: list[tuple[str, str | None]] = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.replace("==", "=").partition("=")
+        out.append((key.strip(), value.strip() if sep else None))
+    return out
+
+
+def _labels_match(selector: list[tuple[str, str | None]], obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(k in labels and (v is None or labels[k] == v) for k, v in selector)
+
+
 def _matches(w: _Watch, kind: Key, obj: dict[str, Any]) -> bool:
     meta = obj.get("metadata") or {}
     return (w.kind == kind and (w.namespace is None or meta.get("namespace") == w.namespace)
@@ -342,6 +397,10 @@ KINDS = {
     "PriorityClass": ("scheduling.k8s.io", "priorityclasses"),
     "PodGroup": ("scheduling.volcano.sh", "podgroups"), "Queue": ("scheduling.volcano.sh", "queues"),
     "Lease": ("coordination.k8s.io", "leases"),
+    "Job": ("batch.volcano.sh", "jobs"), "Command": ("bus.volcano.sh", "commands"),
+    "Service": ("", "services"), "Secret": ("", "secrets"),
+    "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
+    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
 }
 
 

@@ -10,7 +10,7 @@ import kmock
 import pytest_asyncio
 from kubernetes.aio import client as kclient
 
-from vcsched.kube.access import SCHEDULER_ACCESS, grants
+from vcsched.kube.access import CONTROLLER_ACCESS, SCHEDULER_ACCESS, grants
 from vcsched.kube.api import KubeClient
 from vcsched.kube.runtime import RunOptions, Runtime
 from vcsched.kube.sink import Retry
@@ -30,6 +30,10 @@ async def eventually(cond: Callable[[], object], what: str = "condition") -> Non
         await asyncio.sleep(0.01)
 
 
+CONTROLLER_AGENT = "vcsched-controllers"
+CONTROLLER_AGENTS = (CONTROLLER_AGENT, "kopf/")
+
+
 def verb_of(r: kmock.Request) -> str:
     method = r.method.value
     if method == "GET":
@@ -44,13 +48,17 @@ async def api() -> AsyncIterator[ApiServer]:
     async with ApiServer() as server, kmock.Server(server) as srv:
         server.base = str(srv.url).rstrip("/")
         yield server
-        # every request vcsched sent is granted by the ClusterRole built from SCHEDULER_ACCESS
+        # every request vcsched sent is granted by the ClusterRole built from SCHEDULER_ACCESS; the
+        # controllers' (their client's agent, and kopf's watches) by SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS
         for r in server.requests:
-            if r.resource is None:
-                continue
+            if r.resource is None or r.resource.plural is None:
+                continue  # discovery: readable by every authenticated user
             resource = r.resource.plural + (f"/{r.subresource}" if r.subresource else "")
-            assert grants(SCHEDULER_ACCESS, r.resource.group, resource, verb_of(r)), (
-                f"{r.method.value} {r.url.path}: {verb_of(r)} {r.resource.group}/{resource} not in SCHEDULER_ACCESS")
+            controller = r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENTS)
+            rules, table = ((SCHEDULER_ACCESS + CONTROLLER_ACCESS, "SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS")
+                            if controller else (SCHEDULER_ACCESS, "SCHEDULER_ACCESS"))
+            assert grants(rules, r.resource.group, resource, verb_of(r)), (
+                f"{r.method.value} {r.url.path}: {verb_of(r)} {r.resource.group}/{resource} not in {table}")
 
 
 def client_for(api: ApiServer, timeout: float = 5.0, agent: str = "vcsched") -> KubeClient:

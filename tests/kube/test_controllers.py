@@ -1,0 +1,518 @@
+"""The controllers in Kubernetes mode against the kmock API server (tests/kube/apiserver.py).
+
+Most tests deliver the API server's watch events to the handlers one by one, in order (``Feed``: what
+kopf does, without its batching), so each step is deterministic; one test runs the handlers under kopf
+itself (``run_controllers``). The ``api`` fixture checks every request against the access tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+import pytest_asyncio
+
+from vcsched.kube.controllers import ControllerOptions, Controllers, parse_components, run_controllers
+
+from .apiserver import ApiServer
+from .conftest import CONTROLLER_AGENT, client_for, eventually, queue
+
+BATCH, SCHED, BUS = "batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh"
+
+
+def job(name: str = "j1", replicas: int = 2, policies: list | None = None, **spec) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"policies": policies if policies is not None else [{"event": "PodFailed", "action": "RestartJob"}],
+                     "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": {"containers": [
+                         {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}], **spec}}
+
+
+def command(name: str, action: str, kind: str, target: str, ns: str = "ns") -> dict:
+    api_version = "batch.volcano.sh/v1alpha1" if kind == "Job" else "scheduling.volcano.sh/v1beta1"
+    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": name, "namespace": ns},
+            "action": action, "target": {"apiVersion": api_version, "kind": kind, "name": target}}
+
+
+class Feed:
+    """Delivers the API server's events since the last call to the handlers, until none is left."""
+
+    def __init__(self, api: ApiServer, ctl: Controllers) -> None:
+        self.api, self.pos = api, 0
+        self.handlers = {(BATCH, "jobs"): ctl.on_job, ("", "pods"): ctl.on_pod, (SCHED, "podgroups"): ctl.on_podgroup,
+                         (SCHED, "queues"): ctl.on_queue, (BUS, "commands"): ctl.on_command}
+
+    async def __call__(self) -> None:
+        while self.pos < len(self.api.history):
+            _, kind, event = self.api.history[self.pos]
+            self.pos += 1
+            handler = self.handlers.get(kind)
+            if handler is not None:
+                await handler(type=event["type"], body=event["object"])
+
+
+@pytest_asyncio.fixture
+async def env(api: ApiServer):
+    client = client_for(api, agent=CONTROLLER_AGENT)
+    ctl = Controllers(client, ControllerOptions(max_requeue=2, requeue_base=0.001))
+    api.put(queue("default"))
+    api.put(queue("root"))
+    feed = Feed(api, ctl)
+    yield api, ctl, feed
+    await ctl.close()
+    await client.close()
+
+
+def pods(api: ApiServer) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in api.all("", "pods"))
+
+
+def status(api: ApiServer, name: str = "j1") -> dict:
+    return api.get(BATCH, "jobs", "ns", name).get("status") or {}
+
+
+def events(api: ApiServer) -> list[tuple[str, str, str]]:
+    return [(e["type"], e["reason"], e["message"]) for e in api.all("", "events")]
+
+
+async def admit(api: ApiServer, feed: Feed, name: str = "j1") -> str:
+    """The scheduler's part: the Job's PodGroup goes Inqueue. Returns its name."""
+    await feed()
+    pg = next(p for p in api.all(SCHED, "podgroups") if p["metadata"]["name"].startswith(f"{name}-"))
+    api.update(SCHED, "podgroups", "ns", pg["metadata"]["name"], {"status": {"phase": "Inqueue"}})
+    await feed()
+    return pg["metadata"]["name"]
+
+
+def set_phase(api: ApiServer, pod: str, phase: str, exit_code: int | None = None) -> None:
+    st: dict = {"phase": phase}
+    if exit_code is not None:
+        st["containerStatuses"] = [{"name": "c", "restartCount": 0, "state": {"terminated": {"exitCode": exit_code}}}]
+    api.update("", "pods", "ns", pod, {"status": st})
+
+
+@pytest.mark.asyncio
+async def test_job_created_gives_podgroup_then_pods_only_once_inqueue(env):
+    api, ctl, feed = env
+    created = api.put(job())
+    await feed()
+    pg_name = f"j1-{created['metadata']['uid']}"
+    pg = api.get(SCHED, "podgroups", "ns", pg_name)
+    assert pg["spec"]["minMember"] == 2 and pg["spec"]["queue"] == "default"
+    assert pg["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert status(api)["state"]["phase"] == "Pending"
+    assert pods(api) == []  # the gate: PodGroup phase empty
+    api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Pending"}})
+    await feed()
+    assert pods(api) == []
+    api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})  # the PodGroup watch → sync
+    await feed()
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    ann = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["annotations"]
+    assert ann["scheduling.k8s.io/group-name"] == pg_name and ann["volcano.sh/task-index"] == "1"
+    # the status went through jobs/status, never through a write to the Job itself
+    writes = [r for r in api.requests if r.resource and r.resource.plural == "jobs" and r.method.value != "GET"]
+    assert writes and all(r.subresource == "status" and r.method.value == "PUT" for r in writes)
+
+
+@pytest.mark.asyncio
+async def test_pod_failure_restarts_the_job_until_max_retry_then_failed(env):
+    api, ctl, feed = env
+    api.put(job(maxRetry=2))
+    for attempt in range(1, 3):
+        await admit(api, feed)
+        for p in pods(api):
+            set_phase(api, p, "Running")
+        await feed()
+        assert status(api)["state"]["phase"] == "Running"
+        set_phase(api, "j1-worker-0", "Failed", exit_code=1)
+        await feed()
+        st = status(api)
+        assert st["retryCount"] == attempt
+        if attempt == 1:
+            assert st["state"]["phase"] in ("Restarting", "Pending")
+            assert pods(api) == []  # killed; they come back once the new PodGroup is Inqueue
+    assert status(api)["state"]["phase"] == "Failed"  # retryCount 2 ≥ maxRetry 2
+    assert ("Normal", "ExecuteAction", "Start to execute action RestartJob ") in events(api)
+
+
+@pytest.mark.asyncio
+async def test_job_deleted_takes_its_pods_and_podgroup(env):
+    api, ctl, feed = env
+    api.put(job())
+    await admit(api, feed)
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    api.remove(BATCH, "jobs", "ns", "j1")
+    await feed()
+    assert pods(api) == [] and api.all(SCHED, "podgroups") == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("spec, message", [
+    ({"queue": "nope"}, 'unable to find job queue: queue.scheduling.volcano.sh "nope" not found;'),
+    ({"minAvailable": 5}, "job 'minAvailable' should not be greater than total replicas in tasks;"),
+])
+async def test_invalid_job_gets_volcanos_condition_and_event_and_no_pods(env, spec, message):
+    api, ctl, feed = env
+    api.put(job("bad", **spec))
+    await feed()
+    st = status(api, "bad")
+    assert message in st["conditions"][-1]["message"] and st["state"]["phase"] == "Failed"
+    assert any(t == "Warning" and r == "ValidationFailed" and message in m for t, r, m in events(api))
+    assert pods(api) == [] and api.all(SCHED, "podgroups") == []
+    await ctl.on_job(type="MODIFIED", body={**api.get(BATCH, "jobs", "ns", "bad"), "spec": {**spec, "x": 1}})
+    assert pods(api) == [] and api.all(SCHED, "podgroups") == []  # refused for good
+
+
+@pytest.mark.asyncio
+async def test_status_write_rereads_and_retries_on_conflict_and_is_idempotent(env):
+    api, ctl, feed = env
+    api.put(job())
+    fault = api.fail(lambda r: r.method.value == "PUT" and r.subresource == "status", status=409)
+    assert await ctl.write_status("ns", "j1", {"state": {"phase": "Pending"}})
+    assert fault.hits == 1 and status(api) == {"state": {"phase": "Pending"}}
+    puts = sum(1 for r in api.requests if r.method.value == "PUT")
+    assert not await ctl.write_status("ns", "j1", {"state": {"phase": "Pending"}})  # same status: no write
+    assert sum(1 for r in api.requests if r.method.value == "PUT") == puts
+    gets = [r for r in api.requests if r.method.value == "GET" and r.name == "j1"]
+    assert len(gets) == 3  # read, re-read after the 409, read for the idempotent call
+
+
+@pytest.mark.asyncio
+async def test_a_policy_timeout_is_a_timer_cancelled_when_the_pod_runs_and_fires_otherwise(env):
+    api, ctl, feed = env
+    api.put(job(policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": "1h"}]))
+    await admit(api, feed)
+    for p in pods(api):
+        set_phase(api, p, "Running")
+    await feed()
+    set_phase(api, "j1-worker-0", "Failed", exit_code=3)
+    await feed()
+    assert [a for a, _ in ctl.timers["ns/j1"]] == ["AbortJob"]
+    assert ("Normal", "ExecuteAction", "Execute action AbortJob after 1h0m0s") in events(api)
+    assert status(api)["state"]["phase"] == "Running"  # delayed, not done
+    set_phase(api, "j1-worker-0", "Running")  # the pod runs again: the delayed action is cancelled
+    await feed()
+    assert ctl.timers == {}
+    # a short timeout fires on its own
+    api.put(job("j2", policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": "10ms"}]))
+    await admit(api, feed, "j2")
+    set_phase(api, "j2-worker-0", "Failed", exit_code=3)
+    await feed()
+
+    async def aborting() -> bool:
+        await feed()
+        return status(api, "j2")["state"]["phase"] in ("Aborting", "Aborted")
+
+    await eventually_async(aborting, "the delayed AbortJob ran")
+
+
+async def eventually_async(cond, what: str) -> None:
+    """``eventually`` for an async condition (a guard against hangs only)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while not await cond():
+        assert loop.time() < deadline, f"never happened: {what}"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.asyncio
+async def test_commands_abort_and_resume_a_job_and_are_deleted_first(env):
+    api, ctl, feed = env
+    api.put(job())
+    await admit(api, feed)
+    api.put(command("c1", "AbortJob", "Job", "j1"))
+    await feed()
+    assert api.all(BUS, "commands") == []
+    assert status(api)["state"]["phase"] in ("Aborting", "Aborted") and pods(api) == []
+    assert ("Normal", "CommandIssued", "Start to execute command AbortJob, and clean it up to make sure executed "
+            "not more than once.") in events(api)
+    await feed()
+    assert status(api)["state"]["phase"] == "Aborted"
+    api.put(command("c2", "ResumeJob", "Job", "j1"))
+    await feed()
+    assert api.all(BUS, "commands") == []
+    assert status(api)["retryCount"] == 1 and status(api)["state"]["phase"] in ("Restarting", "Pending")
+
+
+@pytest.mark.asyncio
+async def test_queue_close_is_closing_until_its_podgroups_go_then_closed_and_open_again(env):
+    api, ctl, feed = env
+    api.put(queue("q1"))
+    api.update(SCHED, "queues", "", "q1", {"status": {"state": None}})
+    await feed()
+    q = api.get(SCHED, "queues", "", "q1")
+    assert q["status"]["state"] == "Open" and q["spec"]["parent"] == "root"
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    api.put(command("close", "CloseQueue", "Queue", "q1"))
+    await feed()
+    assert api.all(BUS, "commands") == []
+    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
+    assert ("Normal", "CloseQueue", "Close queue succeed") in events(api)
+    api.remove(SCHED, "podgroups", "ns", "pg1")
+    await feed()
+    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed"
+    api.put(command("open", "OpenQueue", "Queue", "q1"))
+    await feed()
+    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Open"
+    state_writes = [r for r in api.requests if r.resource and r.resource.plural == "queues" and
+                    r.method.value == "PATCH" and "state" in str(r.data)]
+    assert state_writes and all(r.subresource == "status" for r in state_writes)
+
+
+@pytest.mark.asyncio
+async def test_ttl_deletes_a_finished_job(env):
+    api, ctl, feed = env
+    created = api.put(job(ttlSecondsAfterFinished=0))
+    api.update(BATCH, "jobs", "ns", "j1", {"status": {"state": {
+        "phase": "Completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}}})
+    api.put(job("keep", ttlSecondsAfterFinished=3600))
+    api.update(BATCH, "jobs", "ns", "keep", {"status": {"state": {
+        "phase": "Completed", "lastTransitionTime": "2999-01-01T00:00:00Z"}}})
+    await feed()
+    await eventually(lambda: api.get(BATCH, "jobs", "ns", "j1") is None, "the finished job deleted")
+    deletes = [r for r in api.requests if r.method.value == "DELETE" and r.name == "j1"]
+    assert deletes[0].data["preconditions"]["uid"] == created["metadata"]["uid"]
+    assert deletes[0].data["propagationPolicy"] == "Foreground"
+    assert api.get(BATCH, "jobs", "ns", "keep") is not None
+
+
+@pytest.mark.asyncio
+async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
+    api, ctl, feed = env
+    p = api.put({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "p", "namespace": "ns", "annotations": {"scheduling.volcano.sh/queue-name": "q1"}},
+                 "spec": {"schedulerName": "volcano", "containers": [
+                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
+    api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other", "namespace": "ns"},
+             "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c", "image": "x"}]}})
+    await feed()
+    uid = p["metadata"]["uid"]
+    pg = api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")
+    assert pg["spec"]["minMember"] == 1 and pg["spec"]["queue"] == "q1"
+    assert pg["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid,
+                                                   "controller": True}]
+    assert api.get("", "pods", "ns", "p")["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
+        f"podgroup-{uid}"
+    assert len(api.all(SCHED, "podgroups")) == 1
+
+
+@pytest.mark.asyncio
+async def test_the_handlers_under_kopf_in_our_event_loop(api):
+    """kopf's own watches (standalone, no peering, no kopf events) drive the same handlers."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    client = client_for(api, agent=CONTROLLER_AGENT)
+    before = asyncio.all_tasks()
+    stop, ready = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready))
+    try:
+        created = api.put(job())
+        pg_name = f"j1-{created['metadata']['uid']}"
+        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+        await eventually(lambda: pods(api) == ["j1-worker-0", "j1-worker-1"], "the pods")
+        await eventually(lambda: api.get(BATCH, "jobs", "ns", "j1").get("status", {}).get("state", {}).get("phase")
+                         == "Pending", "the job status")
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 20)
+        await client.close()
+    assert task.done() and not task.cancelled()
+    left = [t for t in asyncio.all_tasks() - before if not t.done()]
+    assert [t for t in left if "/kopf/" in t.get_coro().cr_code.co_filename] == []
+    kopf = [r for r in api.requests if r.headers.get("User-Agent", "").startswith("kopf/")]
+    assert {r.resource.plural for r in kopf if r.resource and r.params.get("watch") == "true"} >= {
+        "jobs", "pods", "podgroups", "queues", "commands"}
+    assert [r for r in kopf if r.method.value != "GET"] == []  # kopf only watches: no annotations, finalizers or events of its own
+
+
+def test_components_flag_is_validated():
+    assert parse_components("scheduler,controllers") == ("scheduler", "controllers")
+    assert parse_components("controllers") == ("controllers",)
+    for bad in ("", "sched", "scheduler,nope"):
+        with pytest.raises(ValueError, match="--components"):
+            parse_components(bad)
+
+
+@pytest.mark.asyncio
+async def test_scheduler_and_controllers_in_one_process(api):
+    """``vcsched run``'s default: a Job goes PodGroup → Inqueue (our scheduler) → pods (our controllers) → bound."""
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.runtime import RunOptions, Runtime
+
+    from .conftest import FAST, cluster
+
+    cluster(api)
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    runtime = Runtime(client, RunOptions(**FAST))
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
+    try:
+        api.put(job())
+        await eventually(lambda: sorted(b[1] for b in api.bindings) == ["j1-worker-0", "j1-worker-1"],
+                         "both pods bound")
+        for p in pods(api):  # the kubelet's part
+            set_phase(api, p, "Running")
+        await eventually(lambda: status(api).get("state", {}).get("phase") == "Running", "the job Running")
+        first = api.get("", "pods", "ns", "j1-worker-0")["metadata"]["uid"]
+        set_phase(api, "j1-worker-0", "Failed", exit_code=1)  # PodFailed → RestartJob: kill, new PodGroup,
+        await eventually(lambda: len(api.bindings) == 4, "the pods re-created and bound again")  # Inqueue, pods
+        assert status(api)["retryCount"] == 1
+        again = api.get("", "pods", "ns", "j1-worker-0")
+        assert again["metadata"]["uid"] != first and again["metadata"]["annotations"]["volcano.sh/job-version"] == "1"
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+
+
+def test_run_refuses_a_bad_components_value(capsys):
+    import argparse
+
+    from vcsched.kube.command import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["run", "--components", "scheduler,webhook"])
+    assert args.run(args) == 2  # refused before any cluster configuration is looked for
+    err = capsys.readouterr().err
+    assert "--components" in err and "webhook" in err and "Traceback" not in err
+
+
+@pytest.mark.asyncio
+async def test_a_volume_claim_becomes_a_pvc_owned_by_the_job_and_mounted_in_its_pods(env):
+    api, ctl, feed = env
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    created = api.put(job(volumes=[{"mountPath": "/data", "volumeClaim": claim}]))
+    pg = await admit(api, feed)
+    (pvc,) = api.all("", "persistentvolumeclaims")
+    name = pvc["metadata"]["name"]
+    assert name.startswith("j1-pvc-") and len(name) == len("j1-pvc-") + 12 and pvc["spec"] == claim
+    assert pvc["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    assert api.get(BATCH, "jobs", "ns", "j1")["spec"]["volumes"][0]["volumeClaimName"] == name
+    assert status(api)["controlledResources"][f"volume-pvc-{name}"] == name
+    assert pg and pods(api) == ["j1-worker-0", "j1-worker-1"]
+    pod = api.get("", "pods", "ns", "j1-worker-0")
+    assert [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]] == [name]
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == "/data"
+
+
+@pytest.mark.asyncio
+async def test_a_missing_volume_claim_name_holds_the_job_back_with_volcanos_message(env):
+    api, ctl, feed = env
+    api.put(job(volumes=[{"mountPath": "/in", "volumeClaimName": "missing"}]))
+    await feed()
+    msg = "Failed to create PVC, err: pvc missing is not found, the job will be in the Pending state until the PVC is created"
+    assert ("Warning", "PVCError", msg) in events(api)
+    assert api.all(SCHED, "podgroups") == [] and pods(api) == []
+
+
+@pytest.mark.asyncio
+async def test_close_counts_podgroups_from_the_api_before_the_watch_has_listed_them(env):
+    api, ctl, feed = env
+    api.put(queue("q1"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    cmd = api.put(command("close", "CloseQueue", "Queue", "q1"))
+    await ctl.on_command(type=None, body=cmd)  # no PodGroup event delivered yet
+    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
+
+
+@pytest.mark.asyncio
+async def test_a_podgroup_gone_unknown_raises_the_unknown_event(env):
+    api, ctl, feed = env
+    api.put(job(policies=[{"event": "Unknown", "action": "AbortJob"}]))
+    pg = await admit(api, feed)
+    for p in pods(api):
+        set_phase(api, p, "Running")
+    await feed()
+    api.update(SCHED, "podgroups", "ns", pg, {"status": {"phase": "Unknown"}})
+    await feed()
+    assert status(api)["state"]["phase"] in ("Aborting", "Aborted") and pods(api) == []
+
+
+@pytest.mark.asyncio
+async def test_api_errors_are_retried_pods_podgroups_and_commands(env):
+    api, ctl, feed = env
+    api.fail(lambda r: r.method.value == "POST" and r.resource.plural == "pods", status=500)
+    api.fail(lambda r: r.method.value == "POST" and r.resource.plural == "podgroups", status=503)
+    api.fail(lambda r: r.method.value == "DELETE" and r.resource.plural == "commands", status=500)
+    api.put(job())
+    await admit(api, feed)
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    bare = api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                    "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+    api.put(command("c1", "AbortJob", "Job", "j1"))
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{bare['metadata']['uid']}") is not None
+    assert api.all(BUS, "commands") == [] and status(api)["state"]["phase"] in ("Aborting", "Aborted")
+    assert all(f.hits == 1 for f in api.faults)
+
+
+@pytest.mark.asyncio
+async def test_controllers_alone_with_their_own_lease(api):
+    """``--components controllers --leader-elect``: they run while holding ``<lease>-controllers``."""
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.leader import LeaderElector
+
+    api.put(queue("default"))
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    elector = LeaderElector(client, "volcano-system", "vcsched-controllers", "me",
+                            lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, None, stop, ControllerOptions(), elector))
+    try:
+        api.put(job())
+        await eventually(lambda: len(api.all(SCHED, "podgroups")) == 1, "the PodGroup")
+        lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
+        assert lease["spec"]["holderIdentity"] == "me"
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+    lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
+    assert not lease["spec"].get("holderIdentity")  # released on stop
+
+
+@pytest.mark.asyncio
+async def test_kopf_logs_in_with_the_clients_configuration():
+    from kubernetes.aio import client as kclient
+
+    from vcsched.kube.controllers import connection_info
+
+    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"BearerToken": "abc"},
+                                api_key_prefix={"BearerToken": "Bearer"})
+    cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
+    info = await connection_info(cfg)
+    assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
+        "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
+    cfg = kclient.Configuration(host="https://k8s:6443")
+    cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
+    info = await connection_info(cfg)
+    assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
+
+
+@pytest.mark.asyncio
+async def test_job_plugins_make_their_objects_and_a_kill_removes_them(env):
+    api, ctl, feed = env
+    api.put(job(plugins={"svc": [], "ssh": [], "env": []}))
+    await admit(api, feed)
+    assert [c["metadata"]["name"] for c in api.all("", "configmaps")] == ["j1-svc"]
+    assert api.get("", "configmaps", "ns", "j1-svc")["data"]["VC_WORKER_HOSTS"] == "j1-worker-0.j1,j1-worker-1.j1"
+    assert api.get("", "services", "ns", "j1")["spec"]["clusterIP"] == "None"
+    assert api.get("networking.k8s.io", "networkpolicies", "ns", "j1") is not None
+    secret = api.get("", "secrets", "ns", "j1-ssh")  # stringData: the API server stores it as data
+    assert set(secret["stringData"]) == {"id_rsa", "id_rsa.pub", "authorized_keys", "config"}
+    env_vars = {e["name"]: e.get("value") for e in api.get("", "pods", "ns", "j1-worker-1")["spec"]["containers"][0]["env"]}
+    assert env_vars["VK_TASK_INDEX"] == env_vars["VC_TASK_INDEX"] == "1"
+    assert status(api)["controlledResources"] == {"plugin-env": "env", "plugin-ssh": "ssh", "plugin-svc": "svc"}
+    api.put(command("stop", "TerminateJob", "Job", "j1"))  # a full kill: OnJobDelete for every plugin
+    await feed()
+    assert api.all("", "configmaps") == [] and api.all("", "services") == [] and api.all("", "secrets") == []
