@@ -257,27 +257,36 @@ class ShapeIndex:
             return a
         return a if self.score[a] >= self.score[b] else b
 
-    def _pull(self, v: int) -> None:
-        l, r = 2 * v, 2 * v + 1
-        self.cnt[v] = self.cnt[l] + self.cnt[r]
-        score = self.score
-        for best in (self.best1, self.best2):
-            a, b = best[l], best[r]
-            best[v] = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+    def _pull(self, v: int) -> bool:
+        """Recompute inner node ``v`` from its children; whether its feasible count or a best leaf changed."""
+        l = 2 * v
+        r = l + 1
+        cnt, score, best1, best2 = self.cnt, self.score, self.best1, self.best2
+        c = cnt[l] + cnt[r]
+        a, b = best1[l], best1[r]
+        b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+        a, b = best2[l], best2[r]
+        b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+        if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
+            return False
+        cnt[v], best1[v], best2[v] = c, b1, b2
+        return True
 
     def _refresh(self, task: TaskInfo) -> None:
         changes = self.search.ssn.node_changes
         if self.log_pos == len(changes):
             return
         nodes = self.search.nodes
+        best1, best2 = self.best1, self.best2
         for i in changes[self.log_pos:]:
             node = nodes[i]
             if self.gens[i] == node.generation:
                 continue
             self._eval_leaf(task, i, node)
             v = (self.size + i) >> 1
-            while v:
-                self._pull(v)
+            # Up the tree until nothing above can change: an inner node whose count and best
+            # leaves stay the same, and whose best leaves are not leaf i (whose score may have moved).
+            while v and (self._pull(v) or best1[v] == i or best2[v] == i):
                 v >>= 1
         self.log_pos = len(changes)
 
