@@ -30,7 +30,8 @@ from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventError, EventHandler, Session
 
 from .base import AllocateError, DeviceFamily, NodeDevices
-from .config import DeviceConfig, DeviceShareArgs, load_device_config
+from .config import FRAGMENTATION, DeviceConfig, DeviceShareArgs, load_device_config
+from .fragmentation import FragmentationScorer, open_session
 from .gpushare import GpuShareFamily
 from .vgpu import VGPUFamily
 
@@ -90,6 +91,7 @@ class DeviceSharePlugin(Plugin):
         self.families: list[DeviceFamily] = []
         self._requests: dict[tuple[str, str], Any] = {}
         self._ssn: Session | None = None
+        self._frag: FragmentationScorer | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -101,6 +103,11 @@ class DeviceSharePlugin(Plugin):
         order = [f.key for f in build_families(self.args, DeviceConfig())]
         self.families = [found[k] for k in order if k in found]
         self._requests = {}
+        self._frag = None
+        vgpu = found.get(VGPUFamily.key)
+        if self.args.schedule_policy == FRAGMENTATION and vgpu is not None:
+            a = self.args
+            self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
@@ -134,7 +141,11 @@ class DeviceSharePlugin(Plugin):
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         weight = self.args.schedule_weight
-        if weight <= 0 or not node.devices:
+        if weight <= 0:
+            return 0.0
+        if self._frag is not None:
+            return self._fragmentation_score(task, node) * weight
+        if not node.devices:
             return 0.0
         policy = self.args.schedule_policy
         s = 0.0
@@ -146,6 +157,17 @@ class DeviceSharePlugin(Plugin):
             if req is not None:
                 s += d.score(task, req, policy)
         return float(math.floor(s + 0.5) * weight)
+
+    def _fragmentation_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The fragmentation policy scores every task, with or without a vGPU request (fragmentation.py).
+
+        Not rounded: whole points would merge placements that differ by less than 1% of a node's GPUs.
+        """
+        d = node.devices.get(VGPUFamily.key)
+        req = self.request(d.family, task) if d is not None else None
+        if req is None:
+            return self._frag.no_device_score(task, node, d)
+        return d.score(task, req, FRAGMENTATION)
 
     # -- allocation (Volcano: the predicates plugin's event handlers) -----------------------------------
 
