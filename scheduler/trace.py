@@ -505,19 +505,19 @@ def render_table(reports: list[TraceReport]) -> str:
     for r in reports:
         lines.append(f"trace {r.trace}  pods {r.pods}  nodes {r.nodes}  GPUs {r.gpus}  seed {r.seed}")
         lines.append(f"node search: {r.node_search}")
-        names = [p.policy for p in r.policies]
-        head = f"{'arrived':>8} " + " ".join(
-            f"| {n[:13]:^13} {'alloc%':>7} {'unalloc':>8} {'failed':>6} {'frag':>7} {'frag%':>6}" for n in names)
-        lines.append(head)
+        cols = f"{'alloc%':>7} {'unalloc':>8} {'failed':>6} {'frag':>7} {'frag%':>6}"
+        width = len(cols)
+        lines.append(f"{'':>8} " + "".join(f" | {p.policy:<{width}}" for p in r.policies))
+        lines.append(f"{'arrived':>8} " + "".join(f" | {cols}" for _ in r.policies))
         steps = sorted({s.arrived_percent for p in r.policies for s in p.steps})
         for pct in steps:
             row = f"{pct:>7}% "
             for p in r.policies:
                 s = next((x for x in p.steps if x.arrived_percent == pct), None)
                 if s is None:
-                    row += "| " + " " * 54
+                    row += " | " + " " * width
                     continue
-                row += (f"| {'':13} {100 * s.allocated_share:>6.1f}% {s.unallocated_gpus:>8.1f} {s.failed_tasks:>6} "
+                row += (f" | {100 * s.allocated_share:>6.1f}% {s.unallocated_gpus:>8.1f} {s.failed_tasks:>6} "
                         f"{s.fragmentation_gpus:>7.1f} {100 * s.fragmentation_rate:>5.1f}%")
             lines.append(row)
         lines.append("wall: " + ", ".join(f"{p.policy} {p.wall_seconds}s ({p.sessions} sessions)" for p in r.policies))
