@@ -58,6 +58,7 @@ HAMI_CORE = "hami-core"
 MIG = "mig"
 DEVICE_TYPE = "NVIDIA"
 PCT_UNSET = 101
+NODE_NAME = "\x00node\x00"  # stands for the node's name in a memoised reason
 
 
 @dataclass(slots=True, frozen=True)
@@ -587,11 +588,12 @@ class VGPUDevices(NodeDevices):
             key = self.family.scorer.key(ctx, req)
             hit = self.family.scorer.memo.get(key)
             if hit is not None:
-                return hit
+                return hit.replace(NODE_NAME, self.name) if isinstance(hit, str) else hit
         res = self._fit(task, req, FRAGMENTATION, False, ctx)
         out = res if isinstance(res, str) else res[2]
         if key is not None:
-            self.family.scorer.remember(key, out)
+            # nodes in the same state share the verdict; a reason that names the node names each its own
+            self.family.scorer.remember(key, out.replace(self.name, NODE_NAME) if isinstance(out, str) else out)
         return out
 
     def filter(self, task: TaskInfo, req: VGPURequest, policy: str) -> FilterResult | None:

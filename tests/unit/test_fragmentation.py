@@ -6,13 +6,16 @@ policy and once with binpack, where binpack picks the other GPU or node.
 
 import pytest
 
+from vcsched.api.task_info import new_task_info
 from vcsched.cache import Cache
 from vcsched.conf import parse_conf
 from vcsched.framework.arguments import ArgumentError, Arguments
 from vcsched.framework.effects import Bind
 from vcsched.plugins.deviceshare import device_builder
 from vcsched.plugins.deviceshare.config import DeviceShareArgs
-from vcsched.plugins.deviceshare.fragmentation import FragmentationModel, TaskShape, WorkloadHistogram
+from vcsched.plugins.deviceshare.fragmentation import (
+    FragmentationModel, FragmentationScorer, TaskShape, WorkloadHistogram,
+)
 from vcsched.scheduler import Scheduler
 from vcsched.sim.cluster import SIM_EPOCH, rfc3339
 
@@ -173,3 +176,22 @@ def test_workload_argument_errors_name_the_field():
         parse([{"cpu": "lots", "weight": 1}])
     with pytest.raises(ArgumentError, match="FragmentationClasses: expected >= 1"):
         DeviceShareArgs.parse(Arguments({"deviceshare.FragmentationClasses": 0}, "deviceshare"))
+
+
+def test_memoised_reasons_name_each_node():
+    """Two nodes in the same state share the memoised verdict, but each reason names its own node."""
+    c = conf("fragmentation", [half(50)])
+    cache = Cache(devices=device_builder(c, {}))
+    for n in ("n1", "n2"):
+        cache.add_node(node(n, 1))
+    _, p = pod("two", 50)
+    p["spec"]["containers"][0]["resources"]["limits"]["volcano.sh/vgpu-number"] = "2"
+    task = new_task_info(p)
+    d1, d2 = (cache.nodes[n].devices["hamivgpu"] for n in ("n1", "n2"))
+    d1.family.scorer = FragmentationScorer(FragmentationModel([(TaskShape(0, 0, 1, 50, 101, 5000, None, None), 1)]), 1)
+    d1.node, d2.node = cache.nodes["n1"], cache.nodes["n2"]
+    req = d1.family.request(task)
+    first, second = d1.filter(task, req, "fragmentation"), d2.filter(task, req, "fragmentation")
+    assert first.reason.endswith("no enough gpu cards on node n1")
+    assert second.reason.endswith("no enough gpu cards on node n2")
+    assert len(d1.family.scorer.memo) == 1  # the second came from the memo
