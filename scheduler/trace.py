@@ -526,9 +526,10 @@ def render_table(reports: list[TraceReport]) -> str:
             for p in r.policies:
                 s = r.at(p.policy, 100)
                 if p.policy != "binpack" and s is not None and base.unallocated_gpus > 0:
-                    red = 100 * (base.unallocated_gpus - s.unallocated_gpus) / base.unallocated_gpus
+                    red = reduction(base.unallocated_gpus, s.unallocated_gpus)
                     lines.append(f"at 100% arrived: {p.policy} leaves {s.unallocated_gpus:.1f} GPUs unallocated, "
-                                 f"binpack {base.unallocated_gpus:.1f} ({red:+.1f}% fewer)")
+                                 f"binpack {base.unallocated_gpus:.1f}: {abs(red):.1f}% "
+                                 f"{'fewer' if red >= 0 else 'more'}")
         lines.append("")
     return "\n".join(lines)
 

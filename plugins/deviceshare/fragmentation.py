@@ -199,8 +199,15 @@ class WorkloadHistogram:
             del self.weights[min(self.weights, key=self.weights.__getitem__)]
 
     def distribution(self, classes: int) -> list[tuple[TaskShape, float]]:
-        """The ``classes`` most popular shapes, renormalised."""
-        top = sorted(self.weights.items(), key=lambda kv: -kv[1])[:classes]
+        """The ``classes`` most popular shapes, plus the most popular shape of every GPU-model constraint
+        not among them (tasks bound to a scarce model stay visible), renormalised."""
+        ranked = sorted(self.weights.items(), key=lambda kv: -kv[1])
+        top = ranked[:classes]
+        constraints = {(s.use_types, s.nouse_types) for s, _ in top}
+        for s, w in ranked[classes:]:
+            if s.nums and (s.use_types, s.nouse_types) not in constraints:
+                constraints.add((s.use_types, s.nouse_types))
+                top.append((s, w))
         total = sum(w for _, w in top)
         return [(s, w / total) for s, w in top] if total > 0 else []
 

@@ -159,6 +159,12 @@ def test_histogram_counts_each_pod_once_decays_and_stays_bounded():
     h.observe("p3", c)  # over capacity: the least popular shape goes
     assert set(h.weights) == {b, c}
     assert [s for s, _ in h.distribution(1)] == [c]
+    # a GPU-model constraint keeps its most popular shape even outside the top classes
+    t4 = TaskShape(1, 0, 1, 10, 10, 0, ("T4",), None)
+    h = WorkloadHistogram(capacity=8, half_life=1e9)
+    for i, s in enumerate([a, a, a, b, b, t4]):
+        h.observe(f"q{i}", s)
+    assert dict(h.distribution(1)) == {a: pytest.approx(3 / 4), t4: pytest.approx(1 / 4)}
 
 
 def test_workload_argument_errors_name_the_field():
