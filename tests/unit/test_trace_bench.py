@@ -96,6 +96,8 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
      "openb_node_list_gpu_node.csv:3: model: unknown GPU model 'H100'"),
     (["--trace", TINY, "--pods", os.path.join(DATA, "nope.csv")], "nope.csv: No such file or directory"),
     (["--pods", "many"], "--pods: expected one integer without --trace"),
+    (["--trace", TINY, "--conf", os.path.join(DATA, "no-deviceshare.conf")],
+     "the trace replay needs the deviceshare plugin in the configuration"),
 ])
 def test_bad_input_exits_2_naming_file_and_line(args, message, capsys):
     assert main(["bench", *args]) == 2
@@ -111,3 +113,11 @@ def test_empty_lists_are_errors(tmp_path):
     f.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1000,1024,0,0\n")
     with pytest.raises(TraceError, match="asks for no GPU"):
         arrivals(read_tasks(str(f)), 1000, seed=1)
+
+
+def test_conf_file_gets_each_policy():
+    from vcsched.trace import TRACE_CONF
+
+    c = trace_conf("spread", TRACE_CONF.format(policy="binpack"))
+    ds = next(o for tier in c.tiers for o in tier if o.name == "deviceshare")
+    assert ds.arguments.values["deviceshare.SchedulePolicy"] == "spread"
