@@ -37,7 +37,7 @@ from typing import Any
 
 from .cache import Cache
 from .conf import ConfError, SchedulerConfiguration, parse_conf
-from .framework.effects import Bind, PodGroupStatus
+from .framework.effects import Bind
 from .framework.node_search import NodeSearch
 from .framework.registry import action_classes, plugin_classes
 from .framework.session import SchedulerState, Session
@@ -383,7 +383,8 @@ class Replay:
     def __init__(self, nodes: list[TraceNode], conf: SchedulerConfiguration, model: FragmentationModel) -> None:
         self.conf = conf
         self.model = model
-        self.cache = Cache(devices=device_builder(conf, {DEVICE_CONFIG_MAP: {"data": {"device-config.yaml": DEVICE_CONFIG}}}))
+        config_maps = {DEVICE_CONFIG_MAP: {"data": {"device-config.yaml": DEVICE_CONFIG}}}
+        self.cache = Cache(devices=device_builder(conf, config_maps))
         self.cache.add_queue({"metadata": {"name": "default", "creationTimestamp": rfc3339(SIM_EPOCH)},
                               "spec": {"weight": 1, "reclaimable": True}, "status": {"state": "Open"}})
         for n in nodes:
@@ -428,8 +429,6 @@ class Replay:
                 pg["status"] = {"phase": "Running"}
                 self.cache.update_podgroup(pg)
                 self.allocated_milli += task.gpu_demand
-            elif isinstance(e, PodGroupStatus):
-                pass
         for uid, (pg, pod, task) in self.pending.items():  # failed for good: no retry later
             self.cache.delete_pod(uid)
             self.cache.delete_podgroup(f"{NAMESPACE}/{pg['metadata']['name']}")
