@@ -21,7 +21,7 @@ node's GPUs unusable.
 The distribution is either given (``deviceshare.FragmentationWorkload``) or learned online: every pod
 the scheduler sees once is counted in a bounded, exponentially decaying histogram of shapes kept on
 the vGPU device family (it outlives sessions).  Each session uses the top ``FragmentationClasses``
-shapes, renormalised; the model is rebuilt only when that distribution has drifted (total variation
+shapes plus the most popular shape of every GPU-model constraint outside them, renormalised; the model is rebuilt only when that distribution has drifted (total variation
 > 5%), so the memo of node fragmentation by node state survives across sessions.
 
 Speed: F is memoised by node state (CPU and memory reduced to the class thresholds they pass, and
