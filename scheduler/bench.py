@@ -246,6 +246,22 @@ def run(args: argparse.Namespace) -> BenchResult:
 
 
 def bench(args: argparse.Namespace) -> int:
+    if args.trace is not None:
+        from .trace import run_trace
+
+        return run_trace(args)
+    if args.policy or args.plot:
+        print("vcsched bench: --policy and --plot need --trace", file=sys.stderr)
+        return 2
+    # --pods is a count here (a task list with --trace)
+    raw = args.pods or ["10000"]
+    try:
+        if len(raw) != 1:
+            raise ValueError
+        args.pods = int(raw[0])
+    except ValueError:
+        print(f"vcsched bench: --pods: expected one integer without --trace, got {' '.join(raw)}", file=sys.stderr)
+        return 2
     try:
         res = run(args)
     except (ConfError, OSError) as e:
@@ -260,12 +276,22 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("bench", help="measure scheduling speed on a synthetic in-memory cluster")
+    p = sub.add_parser("bench", help="measure scheduling speed on a synthetic in-memory cluster, or placement "
+                                     "quality on the Alibaba GPU trace (--trace)")
+    p.add_argument("--trace", metavar="DIR",
+                   help="replay the Alibaba GPU trace (cluster-trace-gpu-v2023) in DIR; see scheduler/trace.py")
+    p.add_argument("--policy", action="append", choices=("binpack", "spread", "fragmentation"),
+                   help="with --trace: a deviceshare.SchedulePolicy to replay (repeatable; default all three)")
+    p.add_argument("--plot", metavar="FILE.png", help="with --trace: plot allocated share against arrived demand")
+    p.add_argument("--sessions-per-step", type=int, default=1,
+                   help="with --trace: scheduling sessions per 10%% step of arrived demand")
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--node-cpu", default="32")
     p.add_argument("--node-memory", default="128Gi")
     p.add_argument("--node-pods", type=int, default=110)
-    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--pods", action="append",
+                   help="number of pods (default 10000); with --trace: a task list FILE or a variant name "
+                        "(default, multigpu50, gpushare100, gpuspec33), repeatable")
     p.add_argument("--gang-size", type=int, default=1, help="pods per job (minMember = job size)")
     p.add_argument("--cpu", default="250m,500m,1,2", help="comma-separated CPU requests to draw from")
     p.add_argument("--memory", default="512Mi,1Gi,2Gi,4Gi", help="comma-separated memory requests to draw from")

@@ -15,7 +15,10 @@ from typing import Any
 import structlog
 import yaml
 
+from vcsched.api.quantity import QuantityError, milli_value, parse_quantity, value
 from vcsched.framework.arguments import ArgumentError, Arguments
+
+from .fragmentation import PCT_UNSET, TaskShape
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -33,8 +36,14 @@ GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
 
 DEVICE_CONFIG_KEY = "device-config.yaml"
 
+FRAGMENTATION_WORKLOAD = "deviceshare.FragmentationWorkload"
+FRAGMENTATION_CLASSES = "deviceshare.FragmentationClasses"
+FRAGMENTATION_HALF_LIFE = "deviceshare.FragmentationHalfLife"
+
 BINPACK = "binpack"
 SPREAD = "spread"
+# vcsched's own: fragmentation-aware placement in the spirit of FGD (fragmentation.py); off by default
+FRAGMENTATION = "fragmentation"
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,13 +54,19 @@ class DeviceShareArgs:
     vgpu: bool = False
     ascend_mindcluster_vnpu: bool = False
     ascend_hami_vnpu: bool = False
-    # "binpack" or "spread"; anything else means no policy (score 0, legacy device order)
+    # "binpack" or "spread" (Volcano's), "fragmentation" (vcsched's); anything else means no policy
+    # (score 0, legacy device order)
     schedule_policy: str = ""
     schedule_weight: int = 0
     cm_name: str = "volcano-vgpu-device-config"
     cm_namespace: str = "kube-system"
     # each rule: label → value; a pod matches when its labels hold all pairs (gpuexclusive.go)
     exclusive_rules: tuple[tuple[tuple[str, str], ...], ...] = ()
+    # the fragmentation policy: a given workload distribution (empty: learned from the pods seen),
+    # how many shape classes a session uses, and the learned histogram's half-life in pods
+    frag_workload: tuple[tuple[TaskShape, float], ...] = ()
+    frag_classes: int = 32
+    frag_half_life: int = 2000
 
     @classmethod
     def parse(cls, a: Arguments) -> "DeviceShareArgs":
@@ -67,7 +82,14 @@ class DeviceShareArgs:
             cm_name=a.get_str(KNOWN_GEOMETRIES_CM_NAME, "volcano-vgpu-device-config"),
             cm_namespace=a.get_str(KNOWN_GEOMETRIES_CM_NAMESPACE, "kube-system"),
             exclusive_rules=_rules(a),
+            frag_workload=_workload(a),
+            frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
+            frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
         )
+        if args.frag_classes < 1:
+            raise ArgumentError(f"{a.where}.{FRAGMENTATION_CLASSES}: expected >= 1, got {args.frag_classes}")
+        if args.frag_half_life < 1:
+            raise ArgumentError(f"{a.where}.{FRAGMENTATION_HALF_LIFE}: expected >= 1, got {args.frag_half_life}")
         # Volcano exits the process on these (klog.Fatal); vcsched refuses the configuration
         if args.gpu_sharing and args.gpu_number:
             raise ArgumentError(f"{a.where}.{GPU_NUMBER_ENABLE}: can not define true in both gpu sharing and gpu number")
@@ -96,6 +118,67 @@ def _rules(a: Arguments) -> tuple[tuple[tuple[str, str], ...], ...]:
         if pairs:
             rules.append(pairs)
     return tuple(rules)
+
+
+WORKLOAD_FIELDS = ("cpu", "memory", "vgpuNumber", "vgpuCores", "vgpuMemoryPercentage", "vgpuMemory", "gpuType",
+                   "weight")
+
+
+def _workload(a: Arguments) -> tuple[tuple[TaskShape, float], ...]:
+    """``FragmentationWorkload``: a list of task classes, each a map of WORKLOAD_FIELDS.
+
+    ``cpu``/``memory`` are quantities; ``vgpuNumber`` vGPUs of ``vgpuCores`` % compute and
+    ``vgpuMemoryPercentage`` % (or ``vgpuMemory`` MiB) memory each; ``gpuType`` as
+    nvidia.com/use-gputype; ``weight`` > 0 its popularity.
+    """
+    raw = a.values.get(FRAGMENTATION_WORKLOAD)
+    if raw is None:
+        return ()
+    where = f"{a.where}.{FRAGMENTATION_WORKLOAD}"
+    if not isinstance(raw, list):
+        raise ArgumentError(f"{where}: expected a list of task classes, got {type(raw).__name__}")
+    out = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ArgumentError(f"{at}: expected a map")
+        unknown = sorted(set(item) - set(WORKLOAD_FIELDS))
+        if unknown:
+            raise ArgumentError(f"{at}.{unknown[0]}: unknown field (known: {', '.join(WORKLOAD_FIELDS)})")
+
+        def number(key: str, lo: float, hi: float | None = None, default: float = 0) -> float:
+            v = item.get(key, default)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo or (hi is not None and v > hi):
+                bound = f"a number in [{lo}, {hi}]" if hi is not None else f"a number >= {lo}"
+                raise ArgumentError(f"{at}.{key}: expected {bound}, got {v!r}")
+            return v
+
+        def qty(key: str) -> float:
+            v = item.get(key, 0)
+            try:
+                q = parse_quantity(v)
+            except (QuantityError, ValueError, TypeError):
+                raise ArgumentError(f"{at}.{key}: expected a quantity, got {v!r}") from None
+            return milli_value(q) if key == "cpu" else value(q)
+
+        nums = int(number("vgpuNumber", 0))
+        pct = int(number("vgpuMemoryPercentage", 0, 100, PCT_UNSET)) if "vgpuMemoryPercentage" in item else PCT_UNSET
+        memreq = int(number("vgpuMemory", 0))
+        if nums and pct == PCT_UNSET and memreq == 0:
+            pct = 100
+        types = item.get("gpuType")
+        if types is not None and not isinstance(types, str):
+            raise ArgumentError(f"{at}.gpuType: expected a string, got {type(types).__name__}")
+        if "weight" not in item:
+            raise ArgumentError(f"{at}.weight: required")
+        weight = number("weight", 0)
+        if weight <= 0:
+            raise ArgumentError(f"{at}.weight: expected > 0, got {weight!r}")
+        shape = TaskShape(qty("cpu"), qty("memory"), nums, int(number("vgpuCores", 0, 100)) if nums else 0,
+                          pct if nums else 0, memreq if nums else 0,
+                          tuple(t.upper() for t in types.split(",")) if types is not None and nums else None, None)
+        out.append((shape, float(weight)))
+    return tuple(out)
 
 
 @dataclass(slots=True, frozen=True)

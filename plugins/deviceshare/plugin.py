@@ -35,7 +35,8 @@ from vcsched.framework.stats import VGPUDeviceStats
 
 from .ascend310p import MindClusterFamily, MindClusterScorer
 from .base import AllocateError, DeviceFamily, NodeDevices
-from .config import DeviceConfig, DeviceShareArgs, load_device_config
+from .config import FRAGMENTATION, DeviceConfig, DeviceShareArgs, load_device_config
+from .fragmentation import FragmentationScorer, open_session
 from .gpushare import GpuShareFamily
 from .hamivnpu import AscendHAMiFamily
 from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
@@ -111,6 +112,7 @@ class DeviceSharePlugin(Plugin):
         self._ssn: Session | None = None
         # NodeLockEnable: (node, lock name) → uids of this session's allocations holding it
         self._locked: dict[tuple[str, str], set[str]] = {}
+        self._frag: FragmentationScorer | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -137,6 +139,11 @@ class DeviceSharePlugin(Plugin):
                     d = node.devices.get(key)
                     if d is not None:
                         d.open_session(node)
+        self._frag = None
+        vgpu = found.get(VGPUFamily.key)
+        if self.args.schedule_policy == FRAGMENTATION and vgpu is not None:
+            a = self.args
+            self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)
@@ -194,7 +201,11 @@ class DeviceSharePlugin(Plugin):
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         weight = self.args.schedule_weight
-        if weight <= 0 or not node.devices:
+        if weight <= 0:
+            return 0.0
+        if self._frag is not None:
+            return self._fragmentation_score(task, node) * weight
+        if not node.devices:
             return 0.0
         policy = self.args.schedule_policy
         s = 0.0
@@ -206,6 +217,17 @@ class DeviceSharePlugin(Plugin):
             if req is not None:
                 s += d.score(task, req, policy)
         return float(math.floor(s + 0.5) * weight)
+
+    def _fragmentation_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The fragmentation policy scores every task, with or without a vGPU request (fragmentation.py).
+
+        Not rounded: whole points would merge placements that differ by less than 1% of a node's GPUs.
+        """
+        d = node.devices.get(VGPUFamily.key)
+        req = self.request(d.family, task) if d is not None else None
+        if req is None:
+            return self._frag.no_device_score(task, node, d)
+        return d.score(task, req, FRAGMENTATION)
 
     # -- allocation (Volcano: the predicates plugin's event handlers) -----------------------------------
 

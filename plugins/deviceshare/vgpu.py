@@ -32,7 +32,8 @@ from .base import (
     AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, group_key, limits,
     pod_annotations, quantity, requests,
 )
-from .config import BINPACK, SPREAD, MigGeometry, NvidiaConfig
+from .config import BINPACK, FRAGMENTATION, SPREAD, MigGeometry, NvidiaConfig
+from .fragmentation import FragContext, FragmentationScorer, WorkloadHistogram
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -57,6 +58,7 @@ HAMI_CORE = "hami-core"
 MIG = "mig"
 DEVICE_TYPE = "NVIDIA"
 PCT_UNSET = 101
+NODE_NAME = "\x00node\x00"  # stands for the node's name in a memoised reason
 
 
 @dataclass(slots=True, frozen=True)
@@ -190,6 +192,9 @@ class VGPUFamily(DeviceFamily):
     def __init__(self, config: NvidiaConfig, rules: tuple[tuple[tuple[str, str], ...], ...] = ()) -> None:
         self.config = config
         self.rules = rules
+        # the fragmentation policy's state, kept across sessions (fragmentation.py · open_session)
+        self.workload = WorkloadHistogram()
+        self.scorer: FragmentationScorer | None = None
 
     def request(self, task: TaskInfo) -> VGPURequest | None:
         cfg = self.config
@@ -279,7 +284,7 @@ def _uint(text: str) -> int:
 
 class VGPUDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "name", "mode", "devices", "holders", "_score")
+    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node")
 
     def __init__(self, family: VGPUFamily, name: str, mode: str, devices: list[GPUDevice],
                  holders: dict[str, Holder]) -> None:
@@ -289,6 +294,7 @@ class VGPUDevices(NodeDevices):
         self.devices = devices
         self.holders = holders
         self._score: tuple[str, float] | None = None
+        self.node = None  # the session's NodeInfo, set at session open for the fragmentation policy
 
     def clone(self) -> "VGPUDevices":
         return VGPUDevices(self.family, self.name, self.mode, [d.clone() for d in self.devices], dict(self.holders))
@@ -394,6 +400,33 @@ class VGPUDevices(NodeDevices):
 
     # -- the core routine (checkNodeGPUSharingPredicateAndScore) ---------------------------------------
 
+    def gpu_key(self) -> tuple[tuple[str, int, int, int, int, int], ...]:
+        """The GPUs' usage as a sorted tuple: the node state the fragmentation policy memoises on."""
+        return tuple(sorted((d.type, d.memory, d.number, d.used_num, d.used_core, d.used_mem) for d in self.devices))
+
+    def _frag_order(self, c: ContainerRequest, ctx: FragContext) -> list[GPUDevice]:
+        """The fragmentation policy's order: GPUs by the node's F after one vGPU of ``c`` lands there.
+
+        GPUs that cannot take it come last (the fit skips them); equal F keeps index order.
+        """
+        model = self.family.scorer.model
+        states = [(d.type, d.memory, d.number, d.used_num, d.used_core, d.used_mem) for d in self.devices]
+        seen: dict[tuple, float] = {}
+        ranked = []
+        for i, d in enumerate(self.devices):
+            memreq = d.memory * c.pct // 100 if c.pct != PCT_UNSET else c.memreq
+            if d.number <= d.used_num or d.memory - d.used_mem < memreq or d.used_core + c.cores > 100:
+                ranked.append((float("inf"), d.index, d))
+                continue
+            f = seen.get(states[i])
+            if f is None:
+                after = list(states)
+                after[i] = (d.type, d.memory, d.number, d.used_num + 1, d.used_core + c.cores, d.used_mem + memreq)
+                f = seen[states[i]] = model.node_frag(ctx.milli_cpu, ctx.memory, tuple(sorted(after)))[0]
+            ranked.append((f, d.index, d))
+        ranked.sort(key=lambda x: (x[0], x[1]))
+        return [d for _, _, d in ranked]
+
     def _order(self, policy: str) -> list[GPUDevice]:
         devs = self.devices
         if policy == BINPACK:
@@ -437,8 +470,12 @@ class VGPUDevices(NodeDevices):
                 return gi, ii, slot
         return None
 
-    def _fit(self, task: TaskInfo, req: VGPURequest, policy: str, commit: bool):
-        """(entries, per-container [(id, mem, cores)], score) or an error string."""
+    def _fit(self, task: TaskInfo, req: VGPURequest, policy: str, commit: bool, frag: FragContext | None = None):
+        """(entries, per-container [(id, mem, cores)], score) or an error string.
+
+        ``frag``: the fragmentation policy's context; the devices are then visited in its order and the
+        score is its node score (fragmentation.py).
+        """
         if req.mode is not None and req.mode != self.mode:
             return f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
         reserved = self._reserved(req, task.uid)
@@ -454,7 +491,7 @@ class VGPUDevices(NodeDevices):
             nums = c.nums
             devs: list[tuple[str, int, int]] = []
             uuid_matched = False
-            for d in self._order(policy):
+            for d in (self._frag_order(c, frag) if frag is not None else self._order(policy)):
                 if (req.allow or req.deny) and (
                         not d.uuid or (req.allow and d.uuid not in req.allow) or d.uuid in req.deny):
                     continue
@@ -508,6 +545,8 @@ class VGPUDevices(NodeDevices):
                     taken = []
                 break
             per_container.append(devs)
+        if err is None and frag is not None and not commit:
+            score = self.family.scorer.score(frag, self.gpu_key())  # on the tentative state, before the undo
         if err is not None or not commit:
             self._undo(uid, taken)
         if err is not None:
@@ -531,7 +570,39 @@ class VGPUDevices(NodeDevices):
 
     # -- NodeDevices -----------------------------------------------------------------------------
 
+    def _frag_context(self, task: TaskInfo) -> FragContext | None:
+        scorer = self.family.scorer
+        if scorer is None or self.node is None:
+            return None  # outside a session opened with the policy: feasibility only, index order
+        return scorer.context(task, self.node, self)
+
+    def _fragmentation(self, task: TaskInfo, req: VGPURequest) -> str | float:
+        """The fragmentation policy's verdict (an error) or node score, memoised by node state."""
+        ctx = self._frag_context(task)
+        if ctx is None:
+            res = self._fit(task, req, FRAGMENTATION, False)
+            return res if isinstance(res, str) else 0.0
+        key = None
+        # the memo holds for requests whose fit depends on GPU usage alone
+        if not (req.allow or req.deny or req.group or req.rules) and self.mode == HAMI_CORE:
+            key = self.family.scorer.key(ctx, req)
+            hit = self.family.scorer.memo.get(key)
+            if hit is not None:
+                return hit.replace(NODE_NAME, self.name) if isinstance(hit, str) else hit
+        res = self._fit(task, req, FRAGMENTATION, False, ctx)
+        out = res if isinstance(res, str) else res[2]
+        if key is not None:
+            # nodes in the same state share the verdict; a reason that names the node names each its own
+            self.family.scorer.remember(key, out.replace(self.name, NODE_NAME) if isinstance(out, str) else out)
+        return out
+
     def filter(self, task: TaskInfo, req: VGPURequest, policy: str) -> FilterResult | None:
+        if policy == FRAGMENTATION:
+            out = self._fragmentation(task, req)
+            if isinstance(out, str):
+                return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {out}")
+            self._score = (task.uid, out)
+            return None
         res = self._fit(task, req, policy, False)
         if isinstance(res, str):
             return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {res}")
@@ -542,11 +613,15 @@ class VGPUDevices(NodeDevices):
         cached = self._score
         if cached is not None and cached[0] == task.uid:
             return cached[1]
+        if policy == FRAGMENTATION:
+            out = self._fragmentation(task, req)
+            return 0.0 if isinstance(out, str) else out
         res = self._fit(task, req, policy, False)
         return 0.0 if isinstance(res, str) else res[2]
 
     def allocate(self, task: TaskInfo, req: VGPURequest, policy: str, now: float) -> dict[str, str]:
-        res = self._fit(task, req, policy, True)
+        frag = self._frag_context(task) if policy == FRAGMENTATION else None
+        res = self._fit(task, req, policy, True, frag)
         if isinstance(res, str):
             raise AllocateError(res)
         entries, per_container, _ = res

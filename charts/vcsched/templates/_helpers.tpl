@@ -53,8 +53,8 @@ The combinations Volcano refuses at start (it exits) are refused here.
 {{- if and $vgpu (or $d.gpushare $d.gpuNumber) -}}
 {{- fail "deviceshare: vgpu/mig cannot be combined with gpushare or gpuNumber (Volcano exits: \"gpu-share and vgpu can't be used together\")" -}}
 {{- end -}}
-{{- if not (has ($d.schedulePolicy | default "") (list "" "binpack" "spread")) -}}
-{{- fail (printf "deviceshare.schedulePolicy: must be binpack, spread or empty, got %q" $d.schedulePolicy) -}}
+{{- if not (has ($d.schedulePolicy | default "") (list "" "binpack" "spread" "fragmentation")) -}}
+{{- fail (printf "deviceshare.schedulePolicy: must be binpack, spread, fragmentation or empty, got %q" $d.schedulePolicy) -}}
 {{- end -}}
 {{- $args := dict -}}
 {{- if $d.gpushare }}{{ $_ := set $args "deviceshare.GPUSharingEnable" true }}{{ end -}}

@@ -1,0 +1,326 @@
+"""The ``fragmentation`` SchedulePolicy for vGPU: Fragmentation Gradient Descent in the spirit of FGD
+(Weng et al., USENIX ATC'23, "Beware of Fragmentation").
+
+Fragmentation of a node under a workload distribution M (task shapes m with popularity p_m) is
+F_n(M) = Σ p_m · F_n(m), where F_n(m) is the node's free GPU capacity that a task of shape m cannot use:
+
+- m cannot run on the node at all (not enough CPU or memory, fewer usable GPUs than it asks, no GPU
+  of an allowed model), or m asks no GPU: all the node's free GPU capacity;
+- otherwise the free capacity of the GPUs m cannot use: for a fractional task, GPUs whose free share
+  is below its request; for whole-GPU tasks, every partially used GPU.
+
+(As FGD's simulator: ``GetNodePodFrag`` / ``NodeGpuShareFragAmount``.)  A GPU's free share is
+min(free cores / 100, free memory / memory).  The policy places a task where F grows least: the node
+score is 100 × (1 − (ΔF + g) / S), where ΔF is the change of F caused by the placement, g the GPU
+capacity the task takes (ΔF ≥ −g, so ΔF + g ∈ [0, free capacity]) and S the largest GPU count of a
+node in the session; inside the node, each vGPU goes to the GPU whose use grows F least.  The score is
+not rounded (binpack/spread are, as in Volcano): whole points would merge placements that differ by
+less than S/100 GPUs.  Tasks without vGPU request are scored too: their CPU and memory can leave a
+node's GPUs unusable.
+
+The distribution is either given (``deviceshare.FragmentationWorkload``) or learned online: every pod
+the scheduler sees once is counted in a bounded, exponentially decaying histogram of shapes kept on
+the vGPU device family (it outlives sessions).  Each session uses the top ``FragmentationClasses``
+shapes plus the most popular shape of every GPU-model constraint outside them, renormalised; the model is rebuilt only when that distribution has drifted (total variation
+> 5%), so the memo of node fragmentation by node state survives across sessions.
+
+Speed: F is memoised by node state (CPU and memory reduced to the class thresholds they pass, and
+the sorted GPU usage), a node's F before a placement is cached by node generation, and a task's
+verdict and score on a node are memoised by (request, node state).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vcsched.api.node_info import NodeInfo
+    from vcsched.api.task_info import TaskInfo
+    from vcsched.framework.session import Session
+
+PCT_UNSET = 101
+# a GPU in a state key: (type, memory, number, used_num, used_core, used_mem)
+GPUState = tuple[str, int, int, int, int, int]
+DRIFT = 0.05  # rebuild the model when the learned distribution moved more than this (total variation)
+MEMO_LIMIT = 1 << 18  # entries per memo before it is cleared
+
+
+@dataclass(slots=True, frozen=True)
+class TaskShape:
+    """One task class of the workload distribution (per-vGPU request of its first container)."""
+
+    milli_cpu: float
+    memory: float  # bytes
+    nums: int  # vGPUs in all (0: no GPU)
+    cores: int  # percent of one GPU, per vGPU
+    pct: int  # memory percentage per vGPU (101: unset, then memreq)
+    memreq: int  # MiB per vGPU
+    use_types: tuple[str, ...] | None  # upper-cased, as nvidia.com/use-gputype
+    nouse_types: tuple[str, ...] | None
+
+
+def free_share(g: GPUState) -> float:
+    _, memory, _, _, used_core, used_mem = g
+    if memory <= 0:
+        return 0.0
+    f = min((100 - used_core) / 100, (memory - used_mem) / memory)
+    return f if f > 0 else 0.0
+
+
+def _type_ok(use: tuple[str, ...] | None, nouse: tuple[str, ...] | None, gpu_type: str) -> bool:
+    if "NVIDIA" not in gpu_type:
+        return False
+    upper = gpu_type.upper()
+    if use is not None:
+        return any(t in upper for t in use)
+    if nouse is not None:
+        return not any(t in upper for t in nouse)
+    return True
+
+
+class FragmentationModel:
+    """F_n(M) for node states under one distribution, memoised by state."""
+
+    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "cpus", "mems", "memo", "_types")
+
+    def __init__(self, distribution: list[tuple[TaskShape, float]]) -> None:
+        total = sum(w for _, w in distribution if w > 0)
+        dist = [(s, w / total) for s, w in distribution if w > 0] if total > 0 else []
+        self.shapes = {s: w for s, w in dist}
+        self.cpu_only = sum(w for s, w in dist if s.nums == 0)
+        gpu = [(s, w) for s, w in dist if s.nums > 0]
+        self.cpus = sorted({s.milli_cpu for s, _ in gpu})
+        self.mems = sorted({s.memory for s, _ in gpu})
+        gkeys: dict[tuple, int] = {}
+        classes = []
+        for s, w in gpu:
+            gk = (s.cores, s.pct, s.memreq, s.use_types, s.nouse_types)
+            gi = gkeys.setdefault(gk, len(gkeys))
+            # fits CPU iff the node's level (count of class thresholds it passes) exceeds this rank
+            classes.append((w, gi, s.nums, self.cpus.index(s.milli_cpu), self.mems.index(s.memory)))
+        self.gkeys = list(gkeys)
+        self.classes = classes
+        self.weights = [w for _, w in dist]
+        self.memo: dict[tuple, tuple[float, float]] = {}
+        self._types: dict[tuple[int, str], bool] = {}
+
+    def distance(self, distribution: list[tuple[TaskShape, float]]) -> float:
+        """Total variation distance between this model's distribution and another (normalised) one."""
+        total = sum(w for _, w in distribution) or 1.0
+        other = {s: w / total for s, w in distribution}
+        keys = self.shapes.keys() | other.keys()
+        return 0.5 * sum(abs(self.shapes.get(k, 0.0) - other.get(k, 0.0)) for k in keys)
+
+    def levels(self, milli_cpu: float, memory: float) -> tuple[int, int]:
+        return bisect_right(self.cpus, milli_cpu), bisect_right(self.mems, memory)
+
+    def node_frag(self, milli_cpu: float, memory: float, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
+        """(F, free GPU capacity) of a node with this idle CPU/memory and these GPUs (sorted states)."""
+        cl, ml = self.levels(milli_cpu, memory)
+        key = (cl, ml, gpus)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        out = self._compute(cl, ml, gpus)
+        if len(self.memo) >= MEMO_LIMIT:
+            self.memo.clear()
+        self.memo[key] = out
+        return out
+
+    def _usable(self, gi: int, g: GPUState) -> bool:
+        cores, pct, memreq, use, nouse = self.gkeys[gi]
+        gpu_type, memory, number, used_num, used_core, used_mem = g
+        if number <= used_num:
+            return False
+        need = memory * pct // 100 if pct != PCT_UNSET else memreq
+        if memory - used_mem < need or used_core + cores > 100:
+            return False
+        if (cores == 100 and used_num > 0) or (used_core == 100 and cores == 0):
+            return False
+        k = (gi, gpu_type)
+        ok = self._types.get(k)
+        if ok is None:
+            ok = self._types[k] = _type_ok(use, nouse, gpu_type)
+        return ok
+
+    def _compute(self, cl: int, ml: int, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
+        frees = [free_share(g) for g in gpus]
+        total = sum(frees)
+        if total <= 0:
+            return 0.0, 0.0
+        usable = []
+        for gi in range(len(self.gkeys)):
+            n = 0
+            unusable = 0.0
+            for g, f in zip(gpus, frees):
+                if self._usable(gi, g):
+                    n += 1
+                else:
+                    unusable += f
+            usable.append((n, unusable))
+        frag = self.cpu_only * total
+        for w, gi, nums, cr, mr in self.classes:
+            if cr >= cl or mr >= ml:
+                frag += w * total
+                continue
+            n, unusable = usable[gi]
+            frag += w * (total if n < nums else unusable)
+        return frag, total
+
+
+class WorkloadHistogram:
+    """Task shapes the scheduler has seen, each pod once, with exponential decay and a size bound."""
+
+    __slots__ = ("capacity", "half_life", "weights", "_inc", "seen", "seen_capacity")
+
+    def __init__(self, capacity: int = 256, half_life: float = 2000.0, seen_capacity: int = 1 << 17) -> None:
+        self.capacity = capacity
+        self.half_life = half_life
+        self.weights: dict[TaskShape, float] = {}
+        self._inc = 1.0
+        self.seen: dict[str, None] = {}
+        self.seen_capacity = seen_capacity
+
+    def observe(self, uid: str, shape: TaskShape) -> None:
+        if uid in self.seen:
+            return
+        self.seen[uid] = None
+        if len(self.seen) > self.seen_capacity:
+            del self.seen[next(iter(self.seen))]
+        # decay by growing the increment: every earlier count loses 2^(-1/half_life) per observation
+        self.weights[shape] = self.weights.get(shape, 0.0) + self._inc
+        self._inc *= 2.0 ** (1.0 / self.half_life)
+        if self._inc > 1e100:
+            self.weights = {s: w / self._inc for s, w in self.weights.items()}
+            self._inc = 1.0
+        if len(self.weights) > self.capacity:
+            del self.weights[min(self.weights, key=self.weights.__getitem__)]
+
+    def distribution(self, classes: int) -> list[tuple[TaskShape, float]]:
+        """The ``classes`` most popular shapes, plus the most popular shape of every GPU-model constraint
+        not among them (tasks bound to a scarce model stay visible), renormalised."""
+        ranked = sorted(self.weights.items(), key=lambda kv: -kv[1])
+        top = ranked[:classes]
+        constraints = {(s.use_types, s.nouse_types) for s, _ in top}
+        for s, w in ranked[classes:]:
+            if s.nums and (s.use_types, s.nouse_types) not in constraints:
+                constraints.add((s.use_types, s.nouse_types))
+                top.append((s, w))
+        total = sum(w for _, w in top)
+        return [(s, w / total) for s, w in top] if total > 0 else []
+
+
+@dataclass(slots=True)
+class FragContext:
+    """One task on one node: the node's idle CPU/memory after the task, its state and F before."""
+
+    milli_cpu: float
+    memory: float
+    before: tuple[int, int]  # CPU/memory levels before
+    gpus: tuple[GPUState, ...]
+    f_before: float
+    t_before: float
+
+
+class FragmentationScorer:
+    """The policy's per-session view: the model, the score scale, per-node caches and the score memo."""
+
+    __slots__ = ("model", "scale", "nodes", "memo")
+
+    def __init__(self, model: FragmentationModel, scale: int) -> None:
+        self.model = model
+        self.scale = max(scale, 1)
+        self.nodes: dict[str, tuple[int, tuple[int, int], tuple[GPUState, ...], float, float]] = {}
+        self.memo: dict[tuple, Any] = {}
+
+    def before(self, node: "NodeInfo", devices) -> tuple[tuple[int, int], tuple[GPUState, ...], float, float]:
+        """(levels, GPU states, F, free) of the node as it is, cached by node generation."""
+        hit = self.nodes.get(node.name)
+        if hit is not None and hit[0] == node.generation:
+            return hit[1], hit[2], hit[3], hit[4]
+        idle = node.idle
+        gpus = devices.gpu_key() if devices is not None else ()
+        f, t = self.model.node_frag(idle.milli_cpu, idle.memory, gpus)
+        levels = self.model.levels(idle.milli_cpu, idle.memory)
+        self.nodes[node.name] = (node.generation, levels, gpus, f, t)
+        return levels, gpus, f, t
+
+    def context(self, task: "TaskInfo", node: "NodeInfo", devices) -> FragContext:
+        levels, gpus, f, t = self.before(node, devices)
+        idle = node.idle
+        if task.uid in node.tasks:  # allocate: the node already counts the task
+            cpu, mem = idle.milli_cpu, idle.memory
+        else:
+            cpu, mem = idle.milli_cpu - task.resreq.milli_cpu, idle.memory - task.resreq.memory
+        return FragContext(cpu, mem, levels, gpus, f, t)
+
+    def score(self, ctx: FragContext, gpus_after: tuple[GPUState, ...]) -> float:
+        """100 × (1 − (ΔF + g) / S), clamped to [0, 100]."""
+        f, t = self.model.node_frag(ctx.milli_cpu, ctx.memory, gpus_after)
+        growth = (f - ctx.f_before + ctx.t_before - t) / self.scale
+        return 100.0 * (1.0 - min(max(growth, 0.0), 1.0))
+
+    def key(self, ctx: FragContext, request: Any) -> tuple:
+        """Memo key of a task's verdict and score on a node: request, levels before and after, GPU states."""
+        return (request, ctx.before, self.model.levels(ctx.milli_cpu, ctx.memory), ctx.gpus)
+
+    def no_device_score(self, task: "TaskInfo", node: "NodeInfo", devices) -> float:
+        """A task that asks no vGPU: its CPU and memory may still leave the node's GPUs unusable."""
+        if devices is None:
+            return 100.0  # no GPU, no fragmentation
+        ctx = self.context(task, node, devices)
+        k = self.key(ctx, None)
+        hit = self.memo.get(k)
+        if hit is None:
+            hit = self.score(ctx, ctx.gpus)
+            self.remember(k, hit)
+        return hit
+
+    def remember(self, key: tuple, value: Any) -> None:
+        if len(self.memo) >= MEMO_LIMIT:
+            self.memo.clear()
+        self.memo[key] = value
+
+
+def shape_of(task: "TaskInfo", request: Any) -> TaskShape:
+    """The class of a task: CPU, memory and its vGPU request (None: no GPU)."""
+    r = task.resreq
+    if request is None:
+        return TaskShape(r.milli_cpu, r.memory, 0, 0, 0, 0, None, None)
+    first = request.containers[0]
+    return TaskShape(r.milli_cpu, r.memory, sum(c.nums for c in request.containers), first.cores, first.pct,
+                     first.memreq, request.use_types, request.nouse_types)
+
+
+def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], ...], classes: int,
+                 half_life: float) -> FragmentationScorer:
+    """Learn from the session's pods (unless a distribution is given), then the session's scorer.
+
+    The family keeps the histogram and the scorer (model and memo) across sessions; the scorer is
+    rebuilt when the distribution drifted or the cluster's largest node changed.
+    """
+    hist = family.workload
+    hist.half_life = half_life
+    if given:
+        dist = list(given)
+    else:
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.uid not in hist.seen:
+                    hist.observe(task.uid, shape_of(task, family.request(task)))
+        dist = hist.distribution(classes)
+    scale = 1
+    for node in ssn.node_list:
+        d = node.devices.get(family.key)
+        if d is not None:
+            d.node = node
+            scale = max(scale, len(d.devices))
+    scorer = family.scorer
+    if scorer is None or scorer.scale != scale or scorer.model.distance(dist) > DRIFT:
+        scorer = FragmentationScorer(FragmentationModel(dist), scale)
+    else:
+        scorer.nodes = {}  # node objects are the session's; states are re-read once per session
+    family.scorer = scorer
+    return scorer

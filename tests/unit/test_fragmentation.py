@@ -1,0 +1,203 @@
+"""The deviceshare ``fragmentation`` SchedulePolicy (plugins/deviceshare/fragmentation.py) on hand-made cases.
+
+Each case is run through a real session (Cache → Scheduler → deviceshare), once with the fragmentation
+policy and once with binpack, where binpack picks the other GPU or node.
+"""
+
+import pytest
+
+from vcsched.api.task_info import new_task_info
+from vcsched.cache import Cache
+from vcsched.conf import parse_conf
+from vcsched.framework.arguments import ArgumentError, Arguments
+from vcsched.framework.effects import Bind
+from vcsched.plugins.deviceshare import device_builder
+from vcsched.plugins.deviceshare.config import DeviceShareArgs
+from vcsched.plugins.deviceshare.fragmentation import (
+    FragmentationModel, FragmentationScorer, TaskShape, WorkloadHistogram,
+)
+from vcsched.scheduler import Scheduler
+from vcsched.sim.cluster import SIM_EPOCH, rfc3339
+
+CARD = 10000  # MiB: a share of s % is s × 100 MiB
+GPU_ALLOC = {"volcano.sh/vgpu-number": "40", "volcano.sh/vgpu-memory": "40000", "volcano.sh/vgpu-cores": "400"}
+
+
+def conf(policy: str, workload: list[dict] | None = None):
+    text = f"""\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolicy: {policy}
+      deviceshare.ScheduleWeight: 10
+"""
+    c = parse_conf(text)
+    if workload is not None:
+        c.tiers[1][1].arguments.values["deviceshare.FragmentationWorkload"] = workload
+    return c
+
+
+def node(name: str, gpus: int, cpu: str = "16") -> dict:
+    reg = "".join(f"GPU-{name}-{i},10,{CARD},NVIDIA-T4,true,hami-core:" for i in range(gpus))
+    alloc = {"cpu": cpu, "memory": "64Gi", "pods": "110"}
+    if gpus:
+        alloc.update(GPU_ALLOC)
+    return {"metadata": {"name": name, "annotations": {"volcano.sh/node-vgpu-register": reg} if gpus else {}},
+            "status": {"allocatable": alloc}}
+
+
+def pod(name: str, share: int = 0, cpu: str = "1", node_name: str = "", gpu: str = "") -> tuple[dict, dict]:
+    """A job of one pod asking ``share`` % of one GPU (memory and cores); bound to ``gpu`` when given."""
+    ann = {"scheduling.k8s.io/group-name": name}
+    lim = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(share * CARD // 100),
+           "volcano.sh/vgpu-cores": str(share)} if share else {}
+    if gpu:
+        ann["volcano.sh/vgpu-ids-new"] = f"{gpu},NVIDIA,{share * CARD // 100},{share}:"
+    p = {"metadata": {"name": name, "namespace": "t", "uid": name, "annotations": ann,
+                      "creationTimestamp": rfc3339(SIM_EPOCH)},
+         "spec": {"schedulerName": "volcano", "nodeName": node_name, "containers": [
+             {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}, "limits": lim}}]},
+         "status": {"phase": "Running" if node_name else "Pending"}}
+    pg = {"metadata": {"name": name, "namespace": "t", "uid": f"pg-{name}", "creationTimestamp": rfc3339(SIM_EPOCH)},
+          "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Running" if node_name else "Pending"}}
+    return pg, p
+
+
+def schedule(c, nodes: list[dict], pods: list[tuple[dict, dict]]) -> dict[str, Bind]:
+    cache = Cache(devices=device_builder(c, {}))
+    cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for n in nodes:
+        cache.add_node(n)
+    for pg, p in pods:
+        cache.add_podgroup(pg)
+        cache.add_pod(p)
+    effects = Scheduler(cache, c).run_once(now=SIM_EPOCH)
+    return {e.name: e for e in effects if isinstance(e, Bind)}
+
+
+def half(share: int, weight: float = 1) -> dict:
+    return {"vgpuNumber": 1, "vgpuCores": share, "vgpuMemory": share * CARD // 100, "weight": weight}
+
+
+def test_prefers_the_gpu_whose_use_leaves_no_fragment():
+    """GPU 0 is 40% used, GPU 1 idle; the workload is 50% tasks.  A 50% task on GPU 0 would leave a 10%
+    sliver nobody can use; on GPU 1 both GPUs keep room for one more 50% task.  Binpack takes GPU 0."""
+    nodes = [node("n1", 2)]
+    pods = [pod("run", 40, node_name="n1", gpu="GPU-n1-0"), pod("new", 50)]
+    frag = schedule(conf("fragmentation", [half(50)]), nodes, pods)["new"]
+    assert frag.annotations["volcano.sh/vgpu-ids-new"] == "GPU-n1-1,NVIDIA,5000,50:"
+    binpack = schedule(conf("binpack"), nodes, pods)["new"]
+    assert binpack.annotations["volcano.sh/vgpu-ids-new"] == "GPU-n1-0,NVIDIA,5000,50:"
+
+
+def test_prefers_the_node_whose_free_gpu_stays_usable():
+    """n1's GPU is 30% used, n2's idle; the workload is 70% tasks.  A 30% task on n1 leaves 40% free that
+    no 70% task can use; on n2 it leaves 70%, exactly one more task.  Binpack takes n1."""
+    nodes = [node("n1", 1), node("n2", 1)]
+    pods = [pod("run", 30, node_name="n1", gpu="GPU-n1-0"), pod("new", 30)]
+    assert schedule(conf("fragmentation", [half(70)]), nodes, pods)["new"].node == "n2"
+    assert schedule(conf("binpack"), nodes, pods)["new"].node == "n1"
+
+
+def test_cpu_only_task_goes_where_it_strands_no_gpu():
+    """A 3-CPU task without GPU on n1 would leave 1 CPU beside an idle GPU that whole-GPU tasks of 2 CPUs
+    need; n2's GPU is already full.  Without GPU fragmentation in mind, n1 (first) would do."""
+    nodes = [node("n1", 1, cpu="4"), node("n2", 1, cpu="4")]
+    whole = {"cpu": "2", "vgpuNumber": 1, "vgpuCores": 100, "vgpuMemory": CARD, "weight": 1}
+    pods = [pod("run", 100, cpu="0", node_name="n2", gpu="GPU-n2-0"), pod("cpu", 0, cpu="3")]
+    assert schedule(conf("fragmentation", [whole]), nodes, pods)["cpu"].node == "n2"
+    assert schedule(conf("binpack"), nodes, pods)["cpu"].node == "n1"
+
+
+def test_learned_distribution_without_a_given_one():
+    """Learned online from the pods of the session: 30% tasks (running and pending) and a 70% one.  The
+    pending 30% task goes to n2, keeping n1's 70% free for the 70% task; with 30% tasks alone the two
+    nodes would tie and n1 (first) would win, so the learned 70% class decided."""
+    nodes = [node("n1", 1), node("n2", 1)]
+    pods = [pod("run", 30, node_name="n1", gpu="GPU-n1-0"), pod("a", 30), pod("b", 70)]
+    binds = schedule(conf("fragmentation"), nodes, pods)
+    assert (binds["a"].node, binds["b"].node) == ("n2", "n1")
+    only_small = schedule(conf("fragmentation", [half(30)]), nodes, pods[:2])
+    assert only_small["a"].node == "n1"
+
+
+def test_node_fragmentation_by_hand():
+    """F = Σ p_m F(m): whole, half (any model), CPU-only and half-on-V100 classes, 1/4 each."""
+    whole = TaskShape(1000, 0, 1, 100, 100, 0, None, None)
+    half_any = TaskShape(1000, 0, 1, 50, 50, 0, None, None)
+    cpu = TaskShape(1000, 0, 0, 0, 0, 0, None, None)
+    half_v100 = TaskShape(1000, 0, 1, 50, 50, 0, ("V100",), None)
+    m = FragmentationModel([(whole, 1), (half_any, 1), (cpu, 1), (half_v100, 1)])
+    t4 = [("NVIDIA-T4", 16384, 100, 1, 100, 16384), ("NVIDIA-T4", 16384, 100, 1, 50, 8192)]
+    # free 0.5 on the second GPU: whole → 0.5 (no idle GPU), half → 0, CPU-only → 0.5, V100-only → 0.5
+    f, free = m.node_frag(8000, 1 << 30, tuple(sorted(t4)))
+    assert free == pytest.approx(0.5)
+    assert f == pytest.approx((0.5 + 0 + 0.5 + 0.5) / 4)
+    # without CPU for any GPU class, all free capacity is fragmented
+    f, _ = m.node_frag(500, 1 << 30, tuple(sorted(t4)))
+    assert f == pytest.approx(0.5)
+    # an idle card: whole and half fit, CPU-only and V100-only do not use it
+    f, free = m.node_frag(8000, 1 << 30, (("NVIDIA-T4", 16384, 100, 0, 0, 0),))
+    assert (f, free) == (pytest.approx(0.5), pytest.approx(1.0))
+
+
+def test_histogram_counts_each_pod_once_decays_and_stays_bounded():
+    a, b, c = (TaskShape(i, 0, 1, 10 * i, 10 * i, 0, None, None) for i in (1, 2, 3))
+    h = WorkloadHistogram(capacity=2, half_life=1)
+    h.observe("p1", a)
+    h.observe("p1", a)  # seen: not counted again
+    h.observe("p2", b)  # one half-life later: twice the weight of the first
+    assert dict(h.distribution(2)) == {a: pytest.approx(1 / 3), b: pytest.approx(2 / 3)}
+    h.observe("p3", c)  # over capacity: the least popular shape goes
+    assert set(h.weights) == {b, c}
+    assert [s for s, _ in h.distribution(1)] == [c]
+    # a GPU-model constraint keeps its most popular shape even outside the top classes
+    t4 = TaskShape(1, 0, 1, 10, 10, 0, ("T4",), None)
+    h = WorkloadHistogram(capacity=8, half_life=1e9)
+    for i, s in enumerate([a, a, a, b, b, t4]):
+        h.observe(f"q{i}", s)
+    assert dict(h.distribution(1)) == {a: pytest.approx(3 / 4), t4: pytest.approx(1 / 4)}
+
+
+def test_workload_argument_errors_name_the_field():
+    def parse(workload):
+        return DeviceShareArgs.parse(Arguments({"deviceshare.FragmentationWorkload": workload}, "deviceshare"))
+
+    assert parse([half(50)]).frag_workload[0][0].cores == 50
+    with pytest.raises(ArgumentError, match=r"FragmentationWorkload\[0\]\.vgpuCores"):
+        parse([{"vgpuNumber": 1, "vgpuCores": 150, "weight": 1}])
+    with pytest.raises(ArgumentError, match=r"FragmentationWorkload\[1\]\.weight: required"):
+        parse([half(50), {"vgpuNumber": 1}])
+    with pytest.raises(ArgumentError, match=r"FragmentationWorkload\[0\]\.cores: unknown field"):
+        parse([{"cores": 1, "weight": 1}])
+    with pytest.raises(ArgumentError, match=r"FragmentationWorkload\[0\]\.cpu: expected a quantity"):
+        parse([{"cpu": "lots", "weight": 1}])
+    with pytest.raises(ArgumentError, match="FragmentationClasses: expected >= 1"):
+        DeviceShareArgs.parse(Arguments({"deviceshare.FragmentationClasses": 0}, "deviceshare"))
+
+
+def test_memoised_reasons_name_each_node():
+    """Two nodes in the same state share the memoised verdict, but each reason names its own node."""
+    c = conf("fragmentation", [half(50)])
+    cache = Cache(devices=device_builder(c, {}))
+    for n in ("n1", "n2"):
+        cache.add_node(node(n, 1))
+    _, p = pod("two", 50)
+    p["spec"]["containers"][0]["resources"]["limits"]["volcano.sh/vgpu-number"] = "2"
+    task = new_task_info(p)
+    d1, d2 = (cache.nodes[n].devices["hamivgpu"] for n in ("n1", "n2"))
+    d1.family.scorer = FragmentationScorer(FragmentationModel([(TaskShape(0, 0, 1, 50, 101, 5000, None, None), 1)]), 1)
+    d1.node, d2.node = cache.nodes["n1"], cache.nodes["n2"]
+    req = d1.family.request(task)
+    first, second = d1.filter(task, req, "fragmentation"), d2.filter(task, req, "fragmentation")
+    assert first.reason.endswith("no enough gpu cards on node n1")
+    assert second.reason.endswith("no enough gpu cards on node n2")
+    assert len(d1.family.scorer.memo) == 1  # the second came from the memo
