@@ -37,11 +37,12 @@ from ..api.types import GROUP_NAME_ANNOTATION
 from ..controllers import job_state as js
 from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
     podgroup_name, validate_job, volcano_message
-from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
+from ..controllers.podgroup import merge_owner_annotations, needs_podgroup, owner_references, podgroup_for_pod
+from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
-from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PERSISTENT_VOLUME_CLAIMS,
-                  PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind,
-                  KubeClient)
+from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
+                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
+                  STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
 from .source import Reflector, object_key
 
 log = structlog.get_logger("vcsched.controllers")
@@ -50,6 +51,8 @@ Handler = Callable[..., Awaitable[None]]
 
 COMPONENT = "vc-controller-manager"
 INVALID_REASON = "ValidationFailed"  # state.reason of a Job the (absent) webhook would have refused
+_OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SETS, ("apps", "DaemonSet"): DAEMON_SETS,
+                                              ("apps", "StatefulSet"): STATEFUL_SETS, ("batch", "Job"): BATCH_JOBS}
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
 COMPONENTS = ("scheduler", "controllers")
@@ -72,6 +75,7 @@ class ControllerOptions:
     max_requeue: int = 15  # Volcano's --max-requeue-num
     requeue_base: float = 0.05
     requeue_cap: float = 5.0
+    inherit_owner_annotations: bool = True  # Volcano's --inherit-owner-annotations
 
 
 @dataclass(slots=True)
@@ -595,7 +599,8 @@ class Controllers:
             if current.get("spec") == desired.get("spec"):
                 return
             try:
-                self.podgroups.observe(await self.client.request("PUT", path, body={**current, "spec": desired.get("spec")}))
+                self.podgroups.observe(await self.client.request("PUT", path,
+                                                                 body={**current, "spec": desired.get("spec")}))
                 return
             except ApiError as e:
                 if e.status != 409:
@@ -766,17 +771,35 @@ class Controllers:
         await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
 
     async def _create_pod_group(self, pod: dict[str, Any]) -> None:
-        pg = podgroup_for_pod(pod)
-        pg["metadata"].pop("uid", None)
-        pg["metadata"].pop("creationTimestamp", None)
         ns, name = _ns_name(pod)
-        await self._create(PODGROUPS.path(ns), pg, self.podgroups)
+        pg_name = bare_podgroup_name(pod)
+        if self.podgroups.get(ns, pg_name) is None:  # else made for the owner's other pods: the annotation only
+            owners = await self._owner_annotations(pod) if self.options.inherit_owner_annotations else None
+            pg = podgroup_for_pod(pod, owners)
+            pg["metadata"].pop("uid", None)
+            pg["metadata"].pop("creationTimestamp", None)
+            await self._create(PODGROUPS.path(ns), pg, self.podgroups)
         try:
             await self.client.request("PATCH", PODS.path(ns, name), content_type=STRATEGIC_MERGE_PATCH,
-                                      body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg["metadata"]["name"]}}})
+                                      body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg_name}}})
         except ApiError as e:
             if e.status != 404:
                 raise
+
+    async def _owner_annotations(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """getAnnotationsFromUpperRes: each owner read from the API (not watched: a pod's owners are read
+        once per PodGroup); one that cannot be read is left out, as Volcano does."""
+        ns, _ = _ns_name(pod)
+        found = []
+        for group, kind, name in owner_references(pod):
+            try:
+                owner = await self.client.get(_OWNER_KINDS[(group, kind)].path(ns, name))
+            except ApiError as e:
+                log.warning("pod owner not read", pod="/".join(_ns_name(pod)), owner=f"{kind}/{name}", error=str(e))
+                continue
+            if owner is not None:
+                found.append((owner.get("metadata") or {}).get("annotations"))
+        return merge_owner_annotations(found)
 
     # -- the queue controller ----------------------------------------------------------------------
 
@@ -810,8 +833,9 @@ class Controllers:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
                 return []
             if out.set_parent:
-                self.queues.observe(await self.client.request("PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
-                                                              body={"spec": {"parent": out.set_parent}}))
+                self.queues.observe(await self.client.request(
+                    "PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
+                    body={"spec": {"parent": out.set_parent}}))
             if out.state is not None:
                 self.queues.observe(await self.client.request(
                     "PATCH", QUEUES.path(None, name, "status"), content_type=MERGE_PATCH,

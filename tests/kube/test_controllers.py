@@ -328,6 +328,46 @@ def reads(api: ApiServer) -> list[str]:
 
 
 @pytest.mark.asyncio
+async def test_the_pods_of_a_replicaset_share_one_podgroup_inheriting_its_annotations(env):
+    api, ctl, feed = env
+    rs = api.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                  "metadata": {"name": "web-1", "namespace": "ns", "annotations": {
+                      "scheduling.volcano.sh/group-min-member": "2", "volcano.sh/custom": "v",
+                      "deployment.kubernetes.io/revision": "1"}}})
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": rs["metadata"]["uid"],
+           "controller": True}
+    for name in ("web-1-a", "web-1-b"):
+        api.put({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref]},
+                 "spec": {"schedulerName": "volcano", "containers": [
+                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
+    await feed()
+    (pg,) = api.all(SCHED, "podgroups")
+    assert pg["metadata"]["name"] == f"podgroup-{rs['metadata']['uid']}"
+    assert pg["metadata"]["ownerReferences"] == [ref]
+    assert pg["spec"]["minMember"] == 2 and pg["spec"]["minResources"]["cpu"] == "2"
+    assert pg["metadata"]["annotations"] == {"volcano.sh/custom": "v"}
+    for name in ("web-1-a", "web-1-b"):
+        assert api.get("", "pods", "ns", name)["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
+            pg["metadata"]["name"]
+    # the owner is read once: the second pod finds the PodGroup in the store; no second create
+    assert len([r for r in api.requests if r.resource and r.resource.plural == "replicasets"]) == 1
+    assert len([r for r in api.requests if r.method.value == "POST" and r.resource.plural == "podgroups"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_pod_whose_owner_cannot_be_read_gets_min_member_one(env):
+    api, ctl, feed = env
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "gone", "uid": "sts-uid", "controller": True}
+    api.put({"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "db-0", "namespace": "ns", "ownerReferences": [ref]},
+             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+    await feed()
+    pg = api.get(SCHED, "podgroups", "ns", "podgroup-sts-uid")
+    assert pg["spec"]["minMember"] == 1 and pg["metadata"]["annotations"] == {}
+
+
+@pytest.mark.asyncio
 async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(api):
     api.put(queue("default"))
     api.put(queue("root"))
