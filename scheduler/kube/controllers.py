@@ -40,6 +40,7 @@ from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, jo
 from ..controllers.podgroup import merge_owner_annotations, needs_podgroup, owner_references, podgroup_for_pod
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
+from ..metrics import ControllerMetrics
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
@@ -272,9 +273,11 @@ class Controllers:
     DELETED; ``body``) and what they share: per-job locks, the last seen pods and PodGroup phases,
     timers, and the queue → PodGroups index of the queue controller."""
 
-    def __init__(self, client: KubeClient, options: ControllerOptions | None = None) -> None:
+    def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
+                 metrics: ControllerMetrics | None = None) -> None:
         self.client = client
         self.options = options or ControllerOptions()
+        self.metrics = metrics or ControllerMetrics()
         # what the handlers read: filled by run_controllers' Reflectors (or a test's feed) before they run
         self.jobs = Informer(JOBS)
         self.pods = Informer(PODS, index=_job_of_pod)
@@ -373,6 +376,7 @@ class Controllers:
         parent = (queue.get("spec") or {}).get("parent") or ""
         if type == "DELETED":
             self._queue_parent.pop(name, None)
+            self.metrics.remove_queue(name)
             return
         old = self._queue_parent.get(name)
         self._queue_parent[name] = parent
@@ -828,6 +832,9 @@ class Controllers:
                 return []
             queues = self.queues.objects
             count = self.podgroups.count(name)  # the store's: also those whose events are still queued
+            # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
+            self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or ""
+                                                 for pg in self.podgroups.indexed(name)])
             out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
@@ -863,10 +870,10 @@ def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler]]:
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
                           ready: asyncio.Event | None = None, ctl: Controllers | None = None,
-                          watch_timeout: float = 300.0) -> None:
+                          watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
     """Run the controllers until ``stop`` is set, in the calling event loop: one Reflector per kind
     into its Informer; the handlers start once every initial list is in (``ready`` is set then)."""
-    ctl = ctl or Controllers(client, options or ControllerOptions())
+    ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
     dispatcher = Dispatcher()
     reflectors = []
     for informer, handler in informer_handlers(ctl):
@@ -917,7 +924,9 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
-        await run_controllers(controller_client, ctl_stop, options)
+        # the queue controller's series on the scheduler's /metrics when it runs here
+        metrics = ControllerMetrics(runtime.scheduler.metrics.registry) if runtime is not None else None
+        await run_controllers(controller_client, ctl_stop, options, metrics=metrics)
         return 1 if leader is not None and leader.lost.is_set() else 0
 
     async def watch_stop() -> int:

@@ -643,3 +643,64 @@ async def test_the_dispatcher_holds_events_until_synced_then_keeps_each_objects_
     await eventually(lambda: len(calls) == 3, "the slow object's events")
     assert calls[1:] == [("slow", "ADDED"), ("slow", "MODIFIED")]
     await d.close()
+
+
+@pytest.mark.asyncio
+async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api):
+    """volcano_queue_pod_group_<phase>_count{queue_name}, as Volcano's queue controller exports them,
+    on the one /metrics of ``vcsched run``; a deleted queue's series go."""
+    import aiohttp
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.runtime import RunOptions, Runtime
+
+    from .conftest import FAST, cluster
+
+    cluster(api)
+    api.put(queue("q1"))
+    for name, phase in (("a", "Running"), ("b", "Running"), ("c", "Inqueue"), ("d", "Completed")):
+        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 9, "queue": "q1"},
+                 "status": {"phase": phase}})
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    runtime = Runtime(client, RunOptions(**FAST))
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
+
+    async def scrape() -> dict[tuple[str, str], float]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{runtime.http_port}/metrics") as r:
+            text = await r.text()
+        return {(sample.name, sample.labels["queue_name"]): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples
+                if sample.name.startswith("volcano_queue_pod_group_")}
+
+    try:
+        await eventually(lambda: runtime.http_port, "serving")
+        want = {"inqueue": 1, "pending": 0, "running": 2, "unknown": 0, "completed": 1}
+
+        async def counted() -> bool:
+            got = await scrape()
+            return all(got.get((f"volcano_queue_pod_group_{p}_count", "q1")) == n for p, n in want.items())
+
+        await eventually_async(counted, "q1's PodGroups counted by phase")
+        api.update(SCHED, "podgroups", "ns", "c", {"status": {"phase": "Running"}})
+
+        async def moved() -> bool:
+            got = await scrape()
+            return (got.get(("volcano_queue_pod_group_running_count", "q1")) == 3
+                    and got.get(("volcano_queue_pod_group_inqueue_count", "q1")) == 0)
+
+        await eventually_async(moved, "the phase change counted")
+        api.remove(SCHED, "queues", "", "q1")
+
+        async def gone() -> bool:
+            return not [k for k in await scrape() if k[1] == "q1"]
+
+        await eventually_async(gone, "the deleted queue's series removed")
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
