@@ -269,9 +269,8 @@ class Dispatcher:
 
 
 class Controllers:
-    """The handlers (kopf ``on.event`` convention: ``type`` None for the initial listing, ADDED, MODIFIED,
-    DELETED; ``body``) and what they share: per-job locks, the last seen pods and PodGroup phases,
-    timers, and the queue → PodGroups index of the queue controller."""
+    """The handlers (``type`` ADDED, MODIFIED or DELETED, ``body`` the object) and what they share: the
+    stores they read (Informers), per-job locks, the last seen pods and PodGroup phases, timers."""
 
     def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
                  metrics: ControllerMetrics | None = None) -> None:

@@ -704,3 +704,26 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
         await client.close()
         await ctl_client.close()
     assert code == 0
+
+
+def test_an_informer_never_goes_back_and_keeps_its_index_and_our_writes():
+    from vcsched.kube.api import PODS
+    from vcsched.kube.controllers import Informer, _job_of_pod
+
+    def p(rv: int, job: str | None = "j1", **meta) -> dict:
+        return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv),
+                             "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
+
+    inf = Informer(PODS, index=_job_of_pod)
+    assert inf.apply("ADDED", p(5))
+    assert not inf.apply("MODIFIED", p(4, "j2"))  # older: refused
+    assert [o["metadata"]["resourceVersion"] for o in inf.indexed("ns/j1")] == ["5"]
+    inf.apply("MODIFIED", p(6, "j2"))  # relabelled: moves in the index
+    assert inf.count("ns/j1") == 0 and inf.count("ns/j2") == 1
+    inf.observe(p(9, "j2"))  # what our write returned
+    inf.apply("MODIFIED", p(7, "j2"))  # the watch catching up: does not undo it
+    assert inf.get("ns", "p")["metadata"]["resourceVersion"] == "9"
+    inf.deleted("ns", "p", p(10, "j2", deletionTimestamp="2026-01-01T00:00:00Z"))  # graceful: still there
+    assert inf.get("ns", "p")["metadata"]["deletionTimestamp"]
+    inf.deleted("ns", "p", None)
+    assert inf.get("ns", "p") is None and inf.count("ns/j2") == 0
