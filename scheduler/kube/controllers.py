@@ -890,6 +890,9 @@ async def run_controllers(client: KubeClient, stop: asyncio.Event, options: Cont
             if ready is not None:
                 ready.set()
             await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for t in tasks:  # a reflector ends only on what it cannot retry: fail loudly, not stop watching quietly
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
     finally:
         stopping.cancel()
         for t in tasks:
