@@ -138,3 +138,46 @@ def _copied_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
     elif "volcano.sh/jdb-max-unavailable" in annotations:
         out["volcano.sh/jdb-max-unavailable"] = annotations["volcano.sh/jdb-max-unavailable"]
     return out
+
+
+# -- workloads (WorkLoadSupport, on by default: ReplicaSet and StatefulSet add/update events) -----------
+
+CONTROLLER_REVISION_HASH = "controller-revision-hash"
+
+
+def workload_replicas(workload: Mapping[str, Any]) -> int:
+    """spec.replicas; the API server defaults an absent one to 1."""
+    replicas = (workload.get("spec") or {}).get("replicas")
+    return 1 if replicas is None else int(replicas)
+
+
+def workload_selector(workload: Mapping[str, Any]) -> dict[str, str]:
+    """The labels the workload's pods are looked up by: selector.matchLabels, plus for a StatefulSet
+    ``controller-revision-hash: <status.updateRevision>`` (its pods of the current revision)."""
+    labels = dict(((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+    if workload.get("kind") == "StatefulSet":
+        labels[CONTROLLER_REVISION_HASH] = (workload.get("status") or {}).get("updateRevision") or ""
+    return labels
+
+
+def first_pod(pods: Iterable[Mapping[str, Any]], selector: Mapping[str, str]) -> Mapping[str, Any] | None:
+    """The pod Volcano takes for the workload (``podList.Items[0]``): the first matching one by name."""
+    matching = [p for p in pods if all(((p.get("metadata") or {}).get("labels") or {}).get(k) == v
+                                       for k, v in selector.items())]
+    return min(matching, key=lambda p: (p.get("metadata") or {}).get("name") or "", default=None)
+
+
+def podgroup_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+    """shouldUpdateExistingPodGroup: ``existing`` with the desired spec, labels and annotations, or None
+    when they are the same. An unset queue keeps the stored one (the API's default, or the namespace's
+    queue from the PodGroup webhook); absent and empty maps are the same (Go's DeepEqual would not)."""
+    meta = existing.get("metadata") or {}
+    want = desired["metadata"]
+    spec = dict(desired.get("spec") or {})
+    if "queue" not in spec and (existing.get("spec") or {}).get("queue"):
+        spec["queue"] = existing["spec"]["queue"]
+    if (spec == (existing.get("spec") or {}) and (meta.get("labels") or {}) == want.get("labels")
+            and (meta.get("annotations") or {}) == want.get("annotations")):
+        return None
+    return {**existing, "metadata": {**meta, "labels": want.get("labels"), "annotations": want.get("annotations")},
+            "spec": spec}

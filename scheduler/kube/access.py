@@ -64,9 +64,11 @@ CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("networking.k8s.io", "networkpolicies", ("create", "delete"), "the svc plugin's NetworkPolicy"),
     Access("", "secrets", ("create", "delete"), "the ssh plugin's <job>-ssh key pair Secret"),
     Access("", "persistentvolumeclaims", ("get", "create"), "volumes[].volumeClaim PVCs, and volumeClaimName checks"),
-    Access("apps", "replicasets", ("get",), "a bare pod's owner: annotations its PodGroup inherits (group-min-member)"),
+    Access("apps", "replicasets", ("get", "list", "watch"),
+           "a bare pod's owner: annotations its PodGroup inherits; scaled to 0 its PodGroup goes (WorkLoadSupport)"),
     Access("apps", "daemonsets", ("get",), "a bare pod's owner: annotations its PodGroup inherits"),
-    Access("apps", "statefulsets", ("get",), "a bare pod's owner: annotations its PodGroup inherits (group-min-member)"),
+    Access("apps", "statefulsets", ("get", "list", "watch"),
+           "a bare pod's owner: annotations its PodGroup inherits; scaled to 0 its PodGroup goes (WorkLoadSupport)"),
     Access("batch", "jobs", ("get",), "a bare pod's owner (batch/v1 Job): annotations its PodGroup inherits"),
 )
 

@@ -26,7 +26,7 @@ import secrets
 import string
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -37,7 +37,8 @@ from ..api.types import GROUP_NAME_ANNOTATION
 from ..controllers import job_state as js
 from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
     podgroup_name, validate_job, volcano_message
-from ..controllers.podgroup import merge_owner_annotations, needs_podgroup, owner_references, podgroup_for_pod
+from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_podgroup, owner_references, \
+    podgroup_for_pod, podgroup_update, workload_replicas, workload_selector
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
@@ -138,9 +139,10 @@ Notify = Callable[[str, dict[str, Any]], None]
 class Informer:
     """One kind as the controllers read it (a lister): fed by its watch (a Reflector's handler: ``upsert``,
     ``delete``) and by the objects our own writes return (``observe``). An object never goes back to an
-    older resourceVersion. ``index`` files objects under a value (pods: ``<ns>/<job name>``)."""
+    older resourceVersion. ``index`` files each object under some values (pods: ``job:<ns>/<job name>``,
+    ``owner:<controller uid>``)."""
 
-    def __init__(self, kind: Kind, index: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
+    def __init__(self, kind: Kind, index: Callable[[Mapping[str, Any]], Iterable[str]] | None = None) -> None:
         self.kind = kind
         self.objects: dict[str, dict[str, Any]] = {}
         self.notify: Notify | None = None  # set by run_controllers: the Dispatcher
@@ -169,12 +171,12 @@ class Informer:
         else:
             self.objects[key] = obj
         if self._index_fn is not None:
-            before = self._index_fn(old) if old is not None else None
-            after = self._index_fn(obj) if type_ != "DELETED" else None
-            if before is not None and before != after:
-                self._index.get(before, set()).discard(key)
-            if after is not None:
-                self._index.setdefault(after, set()).add(key)
+            before = set(self._index_fn(old)) if old is not None else set()
+            after = set(self._index_fn(obj)) if type_ != "DELETED" else set()
+            for value in before - after:
+                self._index.get(value, set()).discard(key)
+            for value in after:
+                self._index.setdefault(value, set()).add(key)
         return True
 
     def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
@@ -207,14 +209,21 @@ class Informer:
             self.notify("DELETED", obj)
 
 
-def _queue_of_podgroup(pg: Mapping[str, Any]) -> str:
-    return (pg.get("spec") or {}).get("queue") or "default"
+def _queue_of_podgroup(pg: Mapping[str, Any]) -> tuple[str]:
+    return ((pg.get("spec") or {}).get("queue") or "default",)
 
 
-def _job_of_pod(pod: Mapping[str, Any]) -> str | None:
+def _pod_index(pod: Mapping[str, Any]) -> list[str]:
+    """``job:<ns>/<name>`` (the job-name label) and ``owner:<uid>`` (the controlling owner)."""
     meta = pod.get("metadata") or {}
+    out = []
     name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
-    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
+    if name:
+        out.append(f"job:{meta.get('namespace') or 'default'}/{name}")
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("uid"):
+            out.append(f"owner:{ref['uid']}")
+    return out
 
 
 class Dispatcher:
@@ -279,10 +288,11 @@ class Controllers:
         self.metrics = metrics or ControllerMetrics()
         # what the handlers read: filled by run_controllers' Reflectors (or a test's feed) before they run
         self.jobs = Informer(JOBS)
-        self.pods = Informer(PODS, index=_job_of_pod)
+        self.pods = Informer(PODS, index=_pod_index)
         self.podgroups = Informer(PODGROUPS, index=_queue_of_podgroup)  # the queue controller's queue → PodGroups
         self.queues = Informer(QUEUES)
         self.commands = Informer(COMMANDS)
+        self.workloads = {"ReplicaSet": Informer(REPLICA_SETS), "StatefulSet": Informer(STATEFUL_SETS)}
         self._locks: dict[str, asyncio.Lock] = {}
         self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
         self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
@@ -530,7 +540,7 @@ class Controllers:
     def _job_pods(self, job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         ns, name = _ns_name(job)
         uid = job["metadata"].get("uid")
-        return {p["metadata"]["name"]: p for p in self.pods.indexed(f"{ns}/{name}")
+        return {p["metadata"]["name"]: p for p in self.pods.indexed(f"job:{ns}/{name}")
                 if (_controller_ref(p, "Job") or {}).get("uid") == uid}
 
     async def carry_out(self, key: str, job: dict[str, Any], req: js.Request, out: js.Outcome) -> None:
@@ -773,15 +783,29 @@ class Controllers:
             return
         await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
 
-    async def _create_pod_group(self, pod: dict[str, Any]) -> None:
+    async def _create_pod_group(self, pod: Mapping[str, Any], update: bool = False) -> None:
+        """createNormalPodPGIfNotExist (a pod added), or with ``update`` createOrUpdateNormalPodPG (a
+        workload added or updated: an existing PodGroup follows the owner's annotations)."""
         ns, name = _ns_name(pod)
         pg_name = bare_podgroup_name(pod)
-        if self.podgroups.get(ns, pg_name) is None:  # else made for the owner's other pods: the annotation only
+        existing = self.podgroups.get(ns, pg_name)
+        if existing is None or update:  # else made for the owner's other pods: the annotation only
             owners = await self._owner_annotations(pod) if self.options.inherit_owner_annotations else None
             pg = podgroup_for_pod(pod, owners)
             pg["metadata"].pop("uid", None)
             pg["metadata"].pop("creationTimestamp", None)
-            await self._create(PODGROUPS.path(ns), pg, self.podgroups)
+            if existing is None:
+                await self._create(PODGROUPS.path(ns), pg, self.podgroups)
+            else:
+                changed = podgroup_update(existing, pg)
+                if changed is not None:  # with the stored resourceVersion: a 409 is retried after a re-read
+                    try:
+                        self.podgroups.observe(await self.client.request("PUT", PODGROUPS.path(ns, pg_name),
+                                                                         body=changed))
+                    except ApiError as e:
+                        if e.status == 409:
+                            self.podgroups.observe(await self.client.get(PODGROUPS.path(ns, pg_name)))
+                        raise
         try:
             await self.client.request("PATCH", PODS.path(ns, name), content_type=STRATEGIC_MERGE_PATCH,
                                       body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg_name}}})
@@ -789,14 +813,36 @@ class Controllers:
             if e.status != 404:
                 raise
 
+    async def on_workload(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        """addReplicaSet / addStatefulSet (and their updates): scaled to 0, the PodGroup goes; else the
+        PodGroup of its first pod (of the current revision) is made or brought up to date."""
+        if type == "DELETED":
+            return  # the PodGroup is owned by the workload: the cluster's garbage collector takes it
+        workload = _plain(body)
+        ns, name = _ns_name(workload)
+        uid = workload["metadata"].get("uid")
+        if workload_replicas(workload) == 0:
+            if self.podgroups.get(ns, f"podgroup-{uid}") is not None:
+                await self._retrying(f"delete PodGroup of {workload.get('kind')} {ns}/{name}", lambda: self._delete(
+                    PODGROUPS.path(ns, f"podgroup-{uid}"), self.podgroups, ns, f"podgroup-{uid}"))
+            return
+        # its pods by their controlling owner, then Volcano's label match (Volcano lists by labels alone)
+        pod = first_pod(self.pods.indexed(f"owner:{uid}"), workload_selector(workload))
+        if pod is None or not needs_podgroup(pod, self.options.scheduler_names):
+            return
+        await self._retrying(f"PodGroup for {workload.get('kind')} {ns}/{name}",
+                             lambda: self._create_pod_group(pod, update=True))
+
     async def _owner_annotations(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """getAnnotationsFromUpperRes: each owner read from the API (not watched: a pod's owners are read
         once per PodGroup); one that cannot be read is left out, as Volcano does."""
         ns, _ = _ns_name(pod)
         found = []
         for group, kind, name in owner_references(pod):
-            try:
-                owner = await self.client.get(_OWNER_KINDS[(group, kind)].path(ns, name))
+            stored = self.workloads.get(kind) if group == "apps" else None
+            try:  # ReplicaSets and StatefulSets are watched; DaemonSets and batch Jobs read when needed
+                owner = stored.get(ns, name) if stored is not None and stored.get(ns, name) is not None else \
+                    await self.client.get(_OWNER_KINDS[(group, kind)].path(ns, name))
             except ApiError as e:
                 log.warning("pod owner not read", pod="/".join(_ns_name(pod)), owner=f"{kind}/{name}", error=str(e))
                 continue
@@ -864,7 +910,8 @@ class Controllers:
 def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler]]:
     """Each kind's store and the handler its events go to."""
     return [(ctl.queues, ctl.on_queue), (ctl.podgroups, ctl.on_podgroup), (ctl.jobs, ctl.on_job),
-            (ctl.pods, ctl.on_pod), (ctl.commands, ctl.on_command)]
+            (ctl.pods, ctl.on_pod), (ctl.commands, ctl.on_command),
+            *((informer, ctl.on_workload) for informer in ctl.workloads.values())]
 
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,

@@ -350,9 +350,46 @@ async def test_the_pods_of_a_replicaset_share_one_podgroup_inheriting_its_annota
     for name in ("web-1-a", "web-1-b"):
         assert api.get("", "pods", "ns", name)["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
             pg["metadata"]["name"]
-    # the owner is read once: the second pod finds the PodGroup in the store; no second create
-    assert len([r for r in api.requests if r.resource and r.resource.plural == "replicasets"]) == 1
+    # the owner comes from the ReplicaSets' store; the second pod finds the PodGroup there: no second create
+    assert [r for r in api.requests if r.resource and r.resource.plural == "replicasets"] == []
     assert len([r for r in api.requests if r.method.value == "POST" and r.resource.plural == "podgroups"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_statefulset_update_brings_its_podgroup_up_to_date_and_scaled_to_zero_removes_it(env):
+    """WorkLoadSupport: StatefulSet events make or update the PodGroup of its first pod of the current
+    revision still without a group, and delete it at 0 replicas."""
+    api, ctl, feed = env
+    sts = api.put({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": "db", "namespace": "ns",
+                                "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
+                   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "db"}}},
+                   "status": {"updateRevision": "db-r1"}})
+    uid = sts["metadata"]["uid"]
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": uid, "controller": True}
+
+    def db_pod(name: str, revision: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref],
+                             "labels": {"app": "db", "controller-revision-hash": revision}},
+                "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}}
+
+    api.put(db_pod("db-0", "db-r1"))
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")["spec"]["minMember"] == 2
+    # a new revision with another group-min-member: its pod's add finds the PodGroup and only annotates the
+    # pod; the StatefulSet's update (seen while that pod had no group yet) updates the PodGroup
+    api.put(db_pod("db-1", "db-r2"))
+    api.update("apps", "statefulsets", "ns", "db", {"metadata": {"annotations": {
+        "scheduling.volcano.sh/group-min-member": "3"}}, "status": {"updateRevision": "db-r2"}})
+    await feed()
+    pg = api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")
+    assert pg["spec"]["minMember"] == 3
+    assert api.get("", "pods", "ns", "db-1")["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
+        f"podgroup-{uid}"
+    api.update("apps", "statefulsets", "ns", "db", {"spec": {"replicas": 0}})
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}") is None
 
 
 @pytest.mark.asyncio
@@ -382,9 +419,9 @@ async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(a
 
     await run(api, body)
     watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
-    assert watched == {"jobs", "pods", "podgroups", "queues", "commands"}
+    assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets"}
     lists = [r for r in reads(api) if r.startswith("list")]
-    assert len(lists) == 5  # one initial list per kind; every later read came from the stores
+    assert len(lists) == 7  # one initial list per kind; every later read came from the stores
 
 
 @pytest.mark.asyncio
@@ -409,7 +446,8 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
     # one initial list per kind and nothing else, for 4 pods as for 24: before the stores, each of the
     # 2×replicas pod events cost a GET of the Job, a LIST of its pods and a GET of its PodGroup. (Our
     # status writes go with the stored resourceVersion, which our own last write refreshed: no 409, no re-read.)
-    assert sorted(reads(api)) == ["list /api/v1/pods", "list /apis/batch.volcano.sh/v1alpha1/jobs",
+    assert sorted(reads(api)) == ["list /api/v1/pods", "list /apis/apps/v1/replicasets",
+                                  "list /apis/apps/v1/statefulsets", "list /apis/batch.volcano.sh/v1alpha1/jobs",
                                   "list /apis/bus.volcano.sh/v1alpha1/commands",
                                   "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
                                   "list /apis/scheduling.volcano.sh/v1beta1/queues"]
@@ -439,7 +477,7 @@ async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_i
         await eventually(lambda: status(api).get("running") == 1, "the pod made behind our back, counted")
 
     await run(api, body, watch_timeout=300.0)
-    assert len([r for r in reads(api) if r.startswith("list")]) > 5  # the relists after 410
+    assert len([r for r in reads(api) if r.startswith("list")]) > 7  # the relists after 410
 
 
 def test_components_flag_is_validated():
@@ -708,22 +746,22 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
 
 def test_an_informer_never_goes_back_and_keeps_its_index_and_our_writes():
     from vcsched.kube.api import PODS
-    from vcsched.kube.controllers import Informer, _job_of_pod
+    from vcsched.kube.controllers import Informer, _pod_index
 
     def p(rv: int, job: str | None = "j1", **meta) -> dict:
         return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv),
                              "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
 
-    inf = Informer(PODS, index=_job_of_pod)
+    inf = Informer(PODS, index=_pod_index)
     assert inf.apply("ADDED", p(5))
     assert not inf.apply("MODIFIED", p(4, "j2"))  # older: refused
-    assert [o["metadata"]["resourceVersion"] for o in inf.indexed("ns/j1")] == ["5"]
+    assert [o["metadata"]["resourceVersion"] for o in inf.indexed("job:ns/j1")] == ["5"]
     inf.apply("MODIFIED", p(6, "j2"))  # relabelled: moves in the index
-    assert inf.count("ns/j1") == 0 and inf.count("ns/j2") == 1
+    assert inf.count("job:ns/j1") == 0 and inf.count("job:ns/j2") == 1
     inf.observe(p(9, "j2"))  # what our write returned
     inf.apply("MODIFIED", p(7, "j2"))  # the watch catching up: does not undo it
     assert inf.get("ns", "p")["metadata"]["resourceVersion"] == "9"
     inf.deleted("ns", "p", p(10, "j2", deletionTimestamp="2026-01-01T00:00:00Z"))  # graceful: still there
     assert inf.get("ns", "p")["metadata"]["deletionTimestamp"]
     inf.deleted("ns", "p", None)
-    assert inf.get("ns", "p") is None and inf.count("ns/j2") == 0
+    assert inf.get("ns", "p") is None and inf.count("job:ns/j2") == 0

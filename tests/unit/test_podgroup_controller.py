@@ -103,3 +103,31 @@ def test_only_volcano_pods_without_a_group_need_one():
     assert needs_podgroup(pod(), ("volcano",))
     assert not needs_podgroup(pod(annotations={"scheduling.k8s.io/group-name": "g"}), ("volcano",))
     assert not needs_podgroup(pod(), ("other",))
+
+
+def test_a_workloads_first_pod_by_its_selector_and_revision():
+    from vcsched.controllers.podgroup import first_pod, workload_replicas, workload_selector
+
+    sts = {"kind": "StatefulSet", "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "db"}}},
+           "status": {"updateRevision": "db-r2"}}
+    assert workload_selector(sts) == {"app": "db", "controller-revision-hash": "db-r2"}
+    assert workload_replicas(sts) == 2 and workload_replicas({"spec": {}}) == 1
+    assert workload_replicas({"spec": {"replicas": 0}}) == 0
+    old = pod("db-0", labels={"app": "db", "controller-revision-hash": "db-r1"})
+    new = [pod(n, labels={"app": "db", "controller-revision-hash": "db-r2"}) for n in ("db-2", "db-1")]
+    assert first_pod([old, *new], workload_selector(sts))["metadata"]["name"] == "db-1"
+    assert first_pod([old], workload_selector(sts)) is None
+
+
+def test_an_existing_podgroup_is_updated_only_when_spec_labels_or_annotations_differ():
+    from vcsched.controllers.podgroup import podgroup_update
+
+    p = pod(owners=[STS])
+    stored = {**podgroup_for_pod(p, {"scheduling.volcano.sh/group-min-member": "2"}), "status": {"phase": "Running"}}
+    stored["spec"]["queue"] = "default"  # the API's default
+    assert podgroup_update(stored, podgroup_for_pod(p, {"scheduling.volcano.sh/group-min-member": "2"})) is None
+    updated = podgroup_update(stored, podgroup_for_pod(p, {"scheduling.volcano.sh/group-min-member": "3",
+                                                           "volcano.sh/x": "y"}))
+    assert updated["spec"]["minMember"] == 3 and updated["spec"]["queue"] == "default"
+    assert updated["metadata"]["annotations"] == {"volcano.sh/x": "y"}
+    assert updated["status"] == {"phase": "Running"} and updated["metadata"]["name"] == stored["metadata"]["name"]
