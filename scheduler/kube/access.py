@@ -53,7 +53,7 @@ CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("", "pods", ("patch",), "the out-of-sync annotation before a kill; group-name on a bare pod"),
     Access("scheduling.volcano.sh", "podgroups", ("get", "list", "watch"), "gate pod creation on Inqueue; queue counts"),
     Access("scheduling.volcano.sh", "podgroups", ("create", "update", "delete"),
-           "a Job's PodGroup (re-created after full kills) and one per bare pod"),
+           "a Job's PodGroup (re-created after full kills); one per bare pod or workload, updated, and deleted at 0 replicas"),
     Access("scheduling.volcano.sh", "queues", ("get", "list", "watch"), "job admission (queue Open) and the queue tree"),
     Access("scheduling.volcano.sh", "queues", ("patch",), "spec.parent root and the closed-by-parent annotation"),
     Access("scheduling.volcano.sh", "queues/status", ("patch",), "queue state Open / Closing / Closed"),
