@@ -292,6 +292,7 @@ class Controllers:
         self.podgroups = Informer(PODGROUPS, index=_queue_of_podgroup)  # the queue controller's queue → PodGroups
         self.queues = Informer(QUEUES)
         self.commands = Informer(COMMANDS)
+        self.priority_classes = Informer(PRIORITY_CLASSES)
         self.workloads = {"ReplicaSet": Informer(REPLICA_SETS), "StatefulSet": Informer(STATEFUL_SETS)}
         self._locks: dict[str, asyncio.Lock] = {}
         self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
@@ -470,12 +471,8 @@ class Controllers:
             raw, volumes = await self._ensure_pvcs(raw, job)
             job = mutate_job(raw, self.options.scheduler_names[0])
         pg = copy.deepcopy(self.podgroups.get(ns, podgroup_name(job)))
-        classes = []  # task priorities order minResources: read only when a task names a class
-        if any(((t.get("template") or {}).get("spec") or {}).get("priorityClassName")
-               for t in job["spec"].get("tasks") or []):
-            classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
         obs = js.Observed(job=job, pods=pods, podgroup=pg, now=now_rfc3339(),
-                          priority_classes={c["metadata"]["name"]: c for c in classes})
+                          priority_classes=self.priority_classes.objects)  # task priorities order minResources
         self._cancel_timers(key, request)
         out = js.reconcile(obs, request, action=action)
         controlled = out.status.setdefault("controlledResources", {}) if volumes else {}
@@ -907,11 +904,11 @@ class Controllers:
 # -- start-up -------------------------------------------------------------------------------------
 
 
-def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler]]:
-    """Each kind's store and the handler its events go to."""
+def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler | None]]:
+    """Each kind's store and the handler its events go to (None: only read)."""
     return [(ctl.queues, ctl.on_queue), (ctl.podgroups, ctl.on_podgroup), (ctl.jobs, ctl.on_job),
             (ctl.pods, ctl.on_pod), (ctl.commands, ctl.on_command),
-            *((informer, ctl.on_workload) for informer in ctl.workloads.values())]
+            *((informer, ctl.on_workload) for informer in ctl.workloads.values()), (ctl.priority_classes, None)]
 
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
@@ -923,7 +920,7 @@ async def run_controllers(client: KubeClient, stop: asyncio.Event, options: Cont
     dispatcher = Dispatcher()
     reflectors = []
     for informer, handler in informer_handlers(ctl):
-        informer.notify = dispatcher.for_handler(handler)
+        informer.notify = dispatcher.for_handler(handler) if handler is not None else None
         reflectors.append(Reflector(client, informer.kind, informer, watch_timeout=watch_timeout))
     tasks = [asyncio.ensure_future(r.run()) for r in reflectors]
     stopping = asyncio.ensure_future(stop.wait())

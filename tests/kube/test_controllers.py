@@ -50,7 +50,8 @@ class Feed:
             if kind in self.handlers:
                 informer, handler = self.handlers[kind]
                 informer.apply(event["type"], event["object"])
-                await handler(type=event["type"], body=event["object"])
+                if handler is not None:
+                    await handler(type=event["type"], body=event["object"])
 
 
 @pytest_asyncio.fixture
@@ -419,9 +420,10 @@ async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(a
 
     await run(api, body)
     watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
-    assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets"}
+    assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
+                       "priorityclasses"}
     lists = [r for r in reads(api) if r.startswith("list")]
-    assert len(lists) == 7  # one initial list per kind; every later read came from the stores
+    assert len(lists) == 8  # one initial list per kind; every later read came from the stores
 
 
 @pytest.mark.asyncio
@@ -431,8 +433,13 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
     api.put(queue("default"))
     api.put(queue("root"))
 
+    api.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+             "value": 1000})
+
     async def body(client) -> None:
-        created = api.put(job(replicas=replicas))
+        spec = job(replicas=replicas)
+        spec["spec"]["tasks"][0]["template"]["spec"]["priorityClassName"] = "high"  # read from its store too
+        created = api.put(spec)
         pg_name = f"j1-{created['metadata']['uid']}"
         await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
         api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
@@ -449,6 +456,7 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
     assert sorted(reads(api)) == ["list /api/v1/pods", "list /apis/apps/v1/replicasets",
                                   "list /apis/apps/v1/statefulsets", "list /apis/batch.volcano.sh/v1alpha1/jobs",
                                   "list /apis/bus.volcano.sh/v1alpha1/commands",
+                                  "list /apis/scheduling.k8s.io/v1/priorityclasses",
                                   "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
                                   "list /apis/scheduling.volcano.sh/v1beta1/queues"]
 
@@ -477,7 +485,7 @@ async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_i
         await eventually(lambda: status(api).get("running") == 1, "the pod made behind our back, counted")
 
     await run(api, body, watch_timeout=300.0)
-    assert len([r for r in reads(api) if r.startswith("list")]) > 7  # the relists after 410
+    assert len([r for r in reads(api) if r.startswith("list")]) > 8  # the relists after 410
 
 
 def test_components_flag_is_validated():
