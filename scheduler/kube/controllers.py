@@ -100,7 +100,7 @@ def parse_rfc3339(text: str) -> float:
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
+    """A watched object (shared with its store) → a copy we may change."""
     return copy.deepcopy(dict(body))
 
 
