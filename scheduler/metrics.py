@@ -9,7 +9,7 @@ to 0, not deleted, as Volcano does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -317,3 +317,33 @@ def _remove(metric: Gauge | Counter, *labels: str) -> None:
         metric.remove(*labels)
     except KeyError:
         pass
+
+
+QUEUE_POD_GROUP_PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
+
+
+class ControllerMetrics:
+    """The queue controller's series (pkg/controllers/metrics/queue.go): its queues' PodGroups by phase,
+    ``volcano_queue_pod_group_<phase>_count{queue_name}``. Metrics only: Volcano writes none of it to the
+    Queue's status. Served from the scheduler's registry when both run in one process."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.pod_groups = {phase: Gauge(f"queue_pod_group_{phase.lower()}_count",
+                                        f"The number of {phase} PodGroup in this queue", ["queue_name"],
+                                        namespace=NAMESPACE, registry=self.registry)
+                           for phase in QUEUE_POD_GROUP_PHASES}
+
+    def queue_pod_groups(self, queue: str, phases: Iterable[str]) -> None:
+        """UpdateQueueMetrics: the counts of ``phases`` (one per PodGroup of the queue; other phases uncounted)."""
+        counts = dict.fromkeys(QUEUE_POD_GROUP_PHASES, 0)
+        for phase in phases:
+            if phase in counts:
+                counts[phase] += 1
+        for phase, n in counts.items():
+            self.pod_groups[phase].labels(queue).set(n)
+
+    def remove_queue(self, queue: str) -> None:
+        """DeleteQueueMetrics: the queue is gone."""
+        for gauge in self.pod_groups.values():
+            _remove(gauge, queue)

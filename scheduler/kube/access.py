@@ -40,7 +40,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 
 
 # The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector.
-# kopf's resource scan reads only the discovery URLs (/api, /apis), which every authenticated user may read.
+# Their watches (our Reflectors) need no discovery.
 CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
     Access("batch.volcano.sh", "jobs", ("delete",), "TTL garbage collection of finished Jobs (ttlSecondsAfterFinished)"),
@@ -53,7 +53,7 @@ CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("", "pods", ("patch",), "the out-of-sync annotation before a kill; group-name on a bare pod"),
     Access("scheduling.volcano.sh", "podgroups", ("get", "list", "watch"), "gate pod creation on Inqueue; queue counts"),
     Access("scheduling.volcano.sh", "podgroups", ("create", "update", "delete"),
-           "a Job's PodGroup (re-created after full kills) and one per bare pod"),
+           "a Job's PodGroup (re-created after full kills); one per bare pod or workload, updated, and deleted at 0 replicas"),
     Access("scheduling.volcano.sh", "queues", ("get", "list", "watch"), "job admission (queue Open) and the queue tree"),
     Access("scheduling.volcano.sh", "queues", ("patch",), "spec.parent root and the closed-by-parent annotation"),
     Access("scheduling.volcano.sh", "queues/status", ("patch",), "queue state Open / Closing / Closed"),
@@ -64,6 +64,12 @@ CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("networking.k8s.io", "networkpolicies", ("create", "delete"), "the svc plugin's NetworkPolicy"),
     Access("", "secrets", ("create", "delete"), "the ssh plugin's <job>-ssh key pair Secret"),
     Access("", "persistentvolumeclaims", ("get", "create"), "volumes[].volumeClaim PVCs, and volumeClaimName checks"),
+    Access("apps", "replicasets", ("get", "list", "watch"),
+           "a bare pod's owner: annotations its PodGroup inherits; scaled to 0 its PodGroup goes (WorkLoadSupport)"),
+    Access("apps", "daemonsets", ("get",), "a bare pod's owner: annotations its PodGroup inherits"),
+    Access("apps", "statefulsets", ("get", "list", "watch"),
+           "a bare pod's owner: annotations its PodGroup inherits; scaled to 0 its PodGroup goes (WorkLoadSupport)"),
+    Access("batch", "jobs", ("get",), "a bare pod's owner (batch/v1 Job): annotations its PodGroup inherits"),
 )
 
 

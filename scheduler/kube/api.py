@@ -59,6 +59,11 @@ SERVICES = Kind("", "v1", "services", True)
 SECRETS = Kind("", "v1", "secrets", True)
 NETWORK_POLICIES = Kind("networking.k8s.io", "v1", "networkpolicies", True)
 PERSISTENT_VOLUME_CLAIMS = Kind("", "v1", "persistentvolumeclaims", True)
+# a bare pod's owners, whose annotations its PodGroup inherits
+REPLICA_SETS = Kind("apps", "v1", "replicasets", True)
+DAEMON_SETS = Kind("apps", "v1", "daemonsets", True)
+STATEFUL_SETS = Kind("apps", "v1", "statefulsets", True)
+BATCH_JOBS = Kind("batch", "v1", "jobs", True)
 
 
 class ApiError(Exception):

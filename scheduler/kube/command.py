@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
                    help="queue of PodGroups that name none; created at start with root when absent (default default)")
     p.add_argument("--components", default="scheduler,controllers",
                    help="what this process runs: scheduler, controllers, or both (default scheduler,controllers)")
+    p.add_argument("--inherit-owner-annotations", nargs="?", const="true", default="true", choices=("true", "false"),
+                   help="PodGroups of bare pods inherit their owners' annotations, group-min-member "
+                        "included (Volcano's flag; default true)")
     p.set_defaults(run=run_command, log_level="info")
 
 
@@ -78,8 +81,9 @@ def run_command(args: Any) -> int:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            return await run_components(client, controller_client, runtime, stop,
-                                        ControllerOptions(scheduler_names=(args.scheduler_name,)), elector)
+            ctl_options = ControllerOptions(scheduler_names=(args.scheduler_name,),
+                                            inherit_owner_annotations=args.inherit_owner_annotations == "true")
+            return await run_components(client, controller_client, runtime, stop, ctl_options, elector)
         finally:
             await client.close()
             if controller_client is not None:

@@ -1,13 +1,19 @@
 """The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
-controllers as kopf event handlers that call the pure reconcile functions of scheduler/controllers.
+controllers as event handlers that call the pure reconcile functions of scheduler/controllers.
 
-- kopf watches (``on.event`` handlers only: no finalizers, no diff-base annotations, no patches of its
-  own, no posting of its own events, no peering) and runs inside our event loop (``run_controllers``).
+- Our Reflectors (source.py: list+watch, 410 relist) feed one ``Informer`` per kind: the store the
+  controllers read (a Job, its pods by the job-name label, its PodGroup, the queues), as Volcano's
+  listers are.  A request costs no API read; only writes (and their conflict re-reads) go out.
+  Handlers run only once every initial list is in (``Dispatcher``: Volcano's WaitForCacheSync), in
+  order per object and concurrently across objects.  What our own writes return (created pods and
+  PodGroups, written Job status) goes into the store at once, so the next request does not act on an
+  older view than the one we wrote; the watch event of that write still reaches the handlers.
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
   Volcano's ``Job failed on action <A> for retry limit reached`` and TerminateJob.
-- Status writes re-read the Job, skip the write when nothing changed and retry on 409 Conflict.
+- Status writes go with the resourceVersion of the stored Job, skip the write when nothing changed and
+  re-read and retry on 409 Conflict.
 - Delayed actions (policy timeouts) and ttlSecondsAfterFinished are asyncio timers.
 """
 
@@ -20,28 +26,35 @@ import secrets
 import string
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-import kopf
 import structlog
 
-from ..api.types import GROUP_NAME_ANNOTATION, QueueState
+from ..api.types import GROUP_NAME_ANNOTATION
 from ..controllers import job_state as js
 from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
     podgroup_name, validate_job, volcano_message
-from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
-from ..controllers.queue import CLOSE_QUEUE, SYNC_QUEUE, reconcile_queue_request
-from .api import (COMMANDS, CONFIGMAPS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES, PERSISTENT_VOLUME_CLAIMS,
-                  PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, SECRETS, SERVICES, STRATEGIC_MERGE_PATCH, ApiError, Kind,
-                  KubeClient)
+from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_podgroup, owner_references, \
+    podgroup_for_pod, podgroup_update, workload_replicas, workload_selector
+from ..controllers.podgroup import podgroup_name as bare_podgroup_name
+from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
+from ..metrics import ControllerMetrics
+from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
+                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
+                  STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
+from .source import Reflector, object_key
 
 log = structlog.get_logger("vcsched.controllers")
 
+Handler = Callable[..., Awaitable[None]]
+
 COMPONENT = "vc-controller-manager"
 INVALID_REASON = "ValidationFailed"  # state.reason of a Job the (absent) webhook would have refused
+_OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SETS, ("apps", "DaemonSet"): DAEMON_SETS,
+                                              ("apps", "StatefulSet"): STATEFUL_SETS, ("batch", "Job"): BATCH_JOBS}
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
 COMPONENTS = ("scheduler", "controllers")
@@ -64,6 +77,7 @@ class ControllerOptions:
     max_requeue: int = 15  # Volcano's --max-requeue-num
     requeue_base: float = 0.05
     requeue_cap: float = 5.0
+    inherit_owner_annotations: bool = True  # Volcano's --inherit-owner-annotations
 
 
 @dataclass(slots=True)
@@ -86,7 +100,7 @@ def parse_rfc3339(text: str) -> float:
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
+    """A watched object (shared with its store) → a copy we may change."""
     return copy.deepcopy(dict(body))
 
 
@@ -112,19 +126,178 @@ def _pod_state(pod: Mapping[str, Any]) -> tuple:
             (meta.get("annotations") or {}).get(OUT_OF_SYNC_KEY), restarts)
 
 
-class Controllers:
-    """The handlers (kopf ``on.event`` convention: ``type`` None for the initial listing, ADDED, MODIFIED,
-    DELETED; ``body``) and what they share: per-job locks, the last seen pods and PodGroup phases,
-    timers, and the queue → PodGroups index of the queue controller."""
+def _resource_version(obj: Mapping[str, Any]) -> int | None:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None
 
-    def __init__(self, client: KubeClient, options: ControllerOptions | None = None) -> None:
+
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+class Informer:
+    """One kind as the controllers read it (a lister): fed by its watch (a Reflector's handler: ``upsert``,
+    ``delete``) and by the objects our own writes return (``observe``). An object never goes back to an
+    older resourceVersion. ``index`` files each object under some values (pods: ``job:<ns>/<job name>``,
+    ``owner:<controller uid>``)."""
+
+    def __init__(self, kind: Kind, index: Callable[[Mapping[str, Any]], Iterable[str]] | None = None) -> None:
+        self.kind = kind
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.notify: Notify | None = None  # set by run_controllers: the Dispatcher
+        self._index_fn = index
+        self._index: dict[str, set[str]] = {}
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.objects.get(f"{namespace}/{name}" if self.kind.namespaced else name)
+
+    def indexed(self, value: str) -> list[dict[str, Any]]:
+        return [self.objects[k] for k in self._index.get(value, ())]
+
+    def count(self, value: str) -> int:
+        return len(self._index.get(value, ()))
+
+    def apply(self, type_: str, obj: dict[str, Any]) -> bool:
+        """ADDED / MODIFIED / DELETED (None: the initial list); False when older than what is held."""
+        key = object_key(obj)
+        old = self.objects.get(key)
+        if old is not None:
+            old_rv, new_rv = _resource_version(old), _resource_version(obj)
+            if old_rv is not None and new_rv is not None and new_rv < old_rv:
+                return False
+        if type_ == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+        if self._index_fn is not None:
+            before = set(self._index_fn(old)) if old is not None else set()
+            after = set(self._index_fn(obj)) if type_ != "DELETED" else set()
+            for value in before - after:
+                self._index.get(value, set()).discard(key)
+            for value in after:
+                self._index.setdefault(value, set()).add(key)
+        return True
+
+    def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
+        """Our DELETE succeeded (or found nothing): gone from the store, unless the answer shows the object
+        still there, terminating (a pod's graceful deletion); the watch's DELETED event follows."""
+        meta = (answer or {}).get("metadata") or {}
+        if meta.get("deletionTimestamp") and meta.get("name") == name:
+            self.observe(answer)
+            return
+        key = f"{namespace}/{name}" if self.kind.namespaced else name
+        old = self.objects.get(key)
+        if old is not None:
+            self.apply("DELETED", old)
+
+    def observe(self, obj: Mapping[str, Any] | None) -> None:
+        """An object as one of our writes returned it: readable at once (its watch event follows)."""
+        if obj and (obj.get("metadata") or {}).get("name") and _resource_version(obj) is not None:
+            self.apply("MODIFIED", dict(obj))
+
+    # the Reflector's handler
+    def upsert(self, obj: dict[str, Any]) -> None:
+        type_ = "MODIFIED" if object_key(obj) in self.objects else "ADDED"
+        self.apply(type_, obj)
+        if self.notify is not None:  # the handlers see the watch's sequence even when we held a newer one
+            self.notify(type_, obj)
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        self.apply("DELETED", obj)
+        if self.notify is not None:
+            self.notify("DELETED", obj)
+
+
+def _queue_of_podgroup(pg: Mapping[str, Any]) -> tuple[str]:
+    return ((pg.get("spec") or {}).get("queue") or "default",)
+
+
+def _pod_index(pod: Mapping[str, Any]) -> list[str]:
+    """``job:<ns>/<name>`` (the job-name label) and ``owner:<uid>`` (the controlling owner)."""
+    meta = pod.get("metadata") or {}
+    out = []
+    name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
+    if name:
+        out.append(f"job:{meta.get('namespace') or 'default'}/{name}")
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("uid"):
+            out.append(f"owner:{ref['uid']}")
+    return out
+
+
+class Dispatcher:
+    """Informer events → handler calls: held until every initial list is in (``open``), then in order per
+    object and concurrently across objects (one slow or retrying job does not hold the others back)."""
+
+    def __init__(self) -> None:
+        self._open = False
+        self._held: list[tuple[Handler, str, dict[str, Any]]] = []
+        self._last: dict[tuple[int, str], asyncio.Task[None]] = {}  # (handler, object key) → its latest call
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def for_handler(self, handler: Handler) -> Notify:
+        return lambda type_, obj: self.submit(handler, type_, obj)
+
+    def submit(self, handler: Handler, type_: str, obj: dict[str, Any]) -> None:
+        if not self._open:
+            self._held.append((handler, type_, obj))
+            return
+        key = (id(handler), object_key(obj))
+        prev = self._last.get(key)
+        task = asyncio.ensure_future(self._call(prev, handler, type_, obj))
+        self._last[key] = task
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self._tasks.discard(t)
+            if self._last.get(key) is t:
+                del self._last[key]
+
+        task.add_done_callback(done)
+
+    def open(self) -> None:
+        self._open = True
+        held, self._held = self._held, []
+        for handler, type_, obj in held:
+            self.submit(handler, type_, obj)
+
+    async def _call(self, prev: asyncio.Task[None] | None, handler: Handler, type_: str,
+                    obj: dict[str, Any]) -> None:
+        if prev is not None:
+            await asyncio.wait([prev])
+        try:
+            await handler(type=type_, body=obj)
+        except Exception:  # a handler bug must not stop the others
+            log.exception("handler failed", type=type_, object=object_key(obj))
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+class Controllers:
+    """The handlers (``type`` ADDED, MODIFIED or DELETED, ``body`` the object) and what they share: the
+    stores they read (Informers), per-job locks, the last seen pods and PodGroup phases, timers."""
+
+    def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
+                 metrics: ControllerMetrics | None = None) -> None:
         self.client = client
         self.options = options or ControllerOptions()
+        self.metrics = metrics or ControllerMetrics()
+        # what the handlers read: filled by run_controllers' Reflectors (or a test's feed) before they run
+        self.jobs = Informer(JOBS)
+        self.pods = Informer(PODS, index=_pod_index)
+        self.podgroups = Informer(PODGROUPS, index=_queue_of_podgroup)  # the queue controller's queue → PodGroups
+        self.queues = Informer(QUEUES)
+        self.commands = Informer(COMMANDS)
+        self.priority_classes = Informer(PRIORITY_CLASSES)
+        self.workloads = {"ReplicaSet": Informer(REPLICA_SETS), "StatefulSet": Informer(STATEFUL_SETS)}
         self._locks: dict[str, asyncio.Lock] = {}
         self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
         self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
         self._pg_seen: dict[str, tuple[str, str]] = {}  # PodGroup key → (queue, phase)
-        self._queue_pgs: dict[str, set[str]] = {}  # queue → PodGroup keys
         self._queue_parent: dict[str, str] = {}
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
@@ -198,13 +371,9 @@ class Controllers:
         if type == "DELETED":
             self._pg_seen.pop(key, None)
             if old is not None:
-                self._queue_pgs.get(old[0], set()).discard(key)
                 await self.sync_queue(old[0])
             return
         self._pg_seen[key] = (queue, phase)
-        if old is not None and old[0] != queue:
-            self._queue_pgs.get(old[0], set()).discard(key)
-        self._queue_pgs.setdefault(queue, set()).add(key)
         if old != (queue, phase):
             await self.sync_queue(queue)
         # Volcano's job controller watches PodGroups: a phase change is a request for the job
@@ -217,6 +386,7 @@ class Controllers:
         parent = (queue.get("spec") or {}).get("parent") or ""
         if type == "DELETED":
             self._queue_parent.pop(name, None)
+            self.metrics.remove_queue(name)
             return
         old = self._queue_parent.get(name)
         self._queue_parent[name] = parent
@@ -269,7 +439,7 @@ class Controllers:
                     if attempt < o.max_requeue:
                         await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
             with contextlib.suppress(ApiError, SyncError):
-                job = await self.client.get(JOBS.path(*key.split("/", 1)))
+                job = self.jobs.get(*key.split("/", 1))
                 if job is not None:
                     await self.event(job, "Normal", "ExecuteAction",
                                      f"Job failed on action {action or js.SYNC_JOB} for retry limit reached")
@@ -278,7 +448,7 @@ class Controllers:
     async def _sync(self, key: str, request: js.Request | None, action: str | None,
                     pod_update: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
         ns, name = key.split("/", 1)
-        raw = await self.client.get(JOBS.path(ns, name))
+        raw = copy.deepcopy(self.jobs.get(ns, name))
         if raw is None:
             return
         state = (raw.get("status") or {}).get("state") or {}
@@ -287,7 +457,7 @@ class Controllers:
         job = mutate_job(raw, self.options.scheduler_names[0])
         if not state.get("phase") and not await self._admit(job):
             return
-        pods = await self._job_pods(job)
+        pods = self._job_pods(job)
         if pod_update is not None:
             request = js.request_for_pod_update(job, pod_update[0], pod_update[1], pods)
             if request is None:
@@ -300,13 +470,9 @@ class Controllers:
             # initiateJob (the sync of a job not yet initiated; kills skip it) runs createJobIOIfNotExist
             raw, volumes = await self._ensure_pvcs(raw, job)
             job = mutate_job(raw, self.options.scheduler_names[0])
-        pg = await self.client.get(PODGROUPS.path(ns, podgroup_name(job)))
-        classes = []  # task priorities order minResources: read only when a task names a class
-        if any(((t.get("template") or {}).get("spec") or {}).get("priorityClassName")
-               for t in job["spec"].get("tasks") or []):
-            classes = (await self.client.request("GET", PRIORITY_CLASSES.path())).get("items") or []
+        pg = copy.deepcopy(self.podgroups.get(ns, podgroup_name(job)))
         obs = js.Observed(job=job, pods=pods, podgroup=pg, now=now_rfc3339(),
-                          priority_classes={c["metadata"]["name"]: c for c in classes})
+                          priority_classes=self.priority_classes.objects)  # task priorities order minResources
         self._cancel_timers(key, request)
         out = js.reconcile(obs, request, action=action)
         controlled = out.status.setdefault("controlledResources", {}) if volumes else {}
@@ -352,9 +518,7 @@ class Controllers:
 
     async def _admit(self, job: dict[str, Any]) -> bool:
         """What Volcano's validating webhook refuses gets a condition, a Warning Event and no pods."""
-        queues = {q["metadata"]["name"]: q
-                  for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
-        problems = validate_job(job, queues)
+        problems = validate_job(job, self.queues.objects)
         if not problems:
             return True
         message = volcano_message(problems)
@@ -370,12 +534,10 @@ class Controllers:
         await self.event(job, "Warning", INVALID_REASON, message)
         return False
 
-    async def _job_pods(self, job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def _job_pods(self, job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         ns, name = _ns_name(job)
         uid = job["metadata"].get("uid")
-        items = (await self.client.request("GET", PODS.path(ns), query={"labelSelector": f"{JOB_NAME_KEY}={name}"})
-                 ).get("items") or []
-        return {p["metadata"]["name"]: p for p in items
+        return {p["metadata"]["name"]: p for p in self.pods.indexed(f"job:{ns}/{name}")
                 if (_controller_ref(p, "Job") or {}).get("uid") == uid}
 
     async def carry_out(self, key: str, job: dict[str, Any], req: js.Request, out: js.Outcome) -> None:
@@ -392,30 +554,33 @@ class Controllers:
             try:  # the mark first: the deletion then reads as OutOfSync, not PodEvicted
                 await self.client.request("PATCH", path, content_type=MERGE_PATCH,
                                           body={"metadata": {"annotations": {OUT_OF_SYNC_KEY: "true"}}})
-                await self.client.request("DELETE", path)
             except ApiError as e:
                 if e.status != 404:
                     raise
+            await self._delete(path, self.pods, ns, pod_name)
         for obj in out.apply_objects:
             await self._apply(ns, obj)
         for kind, obj_name in out.delete_objects:
             await self._delete(_PLUGIN_KINDS[kind].path(ns, obj_name))
         if out.create_podgroup is not None:
-            await self._create(PODGROUPS.path(ns), out.create_podgroup)
+            await self._create(PODGROUPS.path(ns), out.create_podgroup, self.podgroups)
         if out.update_podgroup is not None:
             await self._update_podgroup(ns, out.update_podgroup)
         for pod in out.create_pods:
-            await self._create(PODS.path(ns), pod)
+            await self._create(PODS.path(ns), pod, self.pods)
         if out.write_status:
             await self.write_status(ns, name, out.status)
         if out.delete_podgroup:
-            await self._delete(PODGROUPS.path(ns, podgroup_name(job)))
+            await self._delete(PODGROUPS.path(ns, podgroup_name(job)), self.podgroups, ns, podgroup_name(job))
 
     async def write_status(self, ns: str, name: str, status: dict[str, Any]) -> bool:
-        """Re-read, skip when equal, PUT jobs/status with the read resourceVersion, retry on 409."""
+        """The stored Job (read from the API when not stored), skip when equal, PUT jobs/status with its
+        resourceVersion; on 409 re-read from the API and retry."""
         path = JOBS.path(ns, name)
-        for _ in range(self.options.conflict_retries):
-            current = await self.client.get(path)
+        current = self.jobs.get(ns, name)
+        for attempt in range(self.options.conflict_retries):
+            if current is None or attempt:
+                current = await self.client.get(path)
             if current is None:
                 return False
             if current.get("status") == status:
@@ -425,7 +590,7 @@ class Controllers:
                                  "resourceVersion": current["metadata"].get("resourceVersion")},
                     "status": status}
             try:
-                await self.client.request("PUT", JOBS.path(ns, name, "status"), body=body)
+                self.jobs.observe(await self.client.request("PUT", JOBS.path(ns, name, "status"), body=body))
                 return True
             except ApiError as e:
                 if e.status != 409:
@@ -435,14 +600,17 @@ class Controllers:
     async def _update_podgroup(self, ns: str, desired: dict[str, Any]) -> None:
         """PodGroup has no status subresource: PUT the current object with the new spec; re-read on 409."""
         path = PODGROUPS.path(ns, desired["metadata"]["name"])
-        for _ in range(self.options.conflict_retries):
-            current = await self.client.get(path)
+        current = self.podgroups.get(ns, desired["metadata"]["name"])
+        for attempt in range(self.options.conflict_retries):
+            if current is None or attempt:
+                current = await self.client.get(path)
             if current is None:
                 return
             if current.get("spec") == desired.get("spec"):
                 return
             try:
-                await self.client.request("PUT", path, body={**current, "spec": desired.get("spec")})
+                self.podgroups.observe(await self.client.request("PUT", path,
+                                                                 body={**current, "spec": desired.get("spec")}))
                 return
             except ApiError as e:
                 if e.status != 409:
@@ -465,19 +633,24 @@ class Controllers:
         if current is not None and current.get("data") != obj.get("data"):
             await self.client.request("PUT", path, body={**current, "data": obj.get("data")})
 
-    async def _create(self, path: str, obj: dict[str, Any]) -> None:
+    async def _create(self, path: str, obj: dict[str, Any], informer: Informer | None = None) -> None:
         try:
-            await self.client.request("POST", path, body=obj)
+            created = await self.client.request("POST", path, body=obj)
+            if informer is not None:
+                informer.observe(created)
         except ApiError as e:
             if e.status != 409:  # AlreadyExists is ignored, as Volcano does
                 raise
 
-    async def _delete(self, path: str, body: dict[str, Any] | None = None) -> None:
+    async def _delete(self, path: str, informer: Informer | None = None, ns: str = "", name: str = "") -> None:
         try:
-            await self.client.request("DELETE", path, body=body)
+            gone = await self.client.request("DELETE", path)
         except ApiError as e:
             if e.status != 404:
                 raise
+            gone = None
+        if informer is not None:
+            informer.deleted(ns, name, gone)
 
     async def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
@@ -580,9 +753,9 @@ class Controllers:
     async def _collect_job(self, job: dict[str, Any]) -> None:
         """The Job is gone: its pods and PodGroup go too (what owner references make the cluster's GC do)."""
         ns, _ = _ns_name(job)
-        for pod_name in await self._job_pods(job):
-            await self._delete(PODS.path(ns, pod_name))
-        await self._delete(PODGROUPS.path(ns, podgroup_name(job)))
+        for pod_name in self._job_pods(job):
+            await self._delete(PODS.path(ns, pod_name), self.pods, ns, pod_name)
+        await self._delete(PODGROUPS.path(ns, podgroup_name(job)), self.podgroups, ns, podgroup_name(job))
 
     # -- the PodGroup controller -------------------------------------------------------------------
 
@@ -607,18 +780,72 @@ class Controllers:
             return
         await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
 
-    async def _create_pod_group(self, pod: dict[str, Any]) -> None:
-        pg = podgroup_for_pod(pod)
-        pg["metadata"].pop("uid", None)
-        pg["metadata"].pop("creationTimestamp", None)
+    async def _create_pod_group(self, pod: Mapping[str, Any], update: bool = False) -> None:
+        """createNormalPodPGIfNotExist (a pod added), or with ``update`` createOrUpdateNormalPodPG (a
+        workload added or updated: an existing PodGroup follows the owner's annotations)."""
         ns, name = _ns_name(pod)
-        await self._create(PODGROUPS.path(ns), pg)
+        pg_name = bare_podgroup_name(pod)
+        existing = self.podgroups.get(ns, pg_name)
+        if existing is None or update:  # else made for the owner's other pods: the annotation only
+            owners = await self._owner_annotations(pod) if self.options.inherit_owner_annotations else None
+            pg = podgroup_for_pod(pod, owners)
+            pg["metadata"].pop("uid", None)
+            pg["metadata"].pop("creationTimestamp", None)
+            if existing is None:
+                await self._create(PODGROUPS.path(ns), pg, self.podgroups)
+            else:
+                changed = podgroup_update(existing, pg)
+                if changed is not None:  # with the stored resourceVersion: a 409 is retried after a re-read
+                    try:
+                        self.podgroups.observe(await self.client.request("PUT", PODGROUPS.path(ns, pg_name),
+                                                                         body=changed))
+                    except ApiError as e:
+                        if e.status == 409:
+                            self.podgroups.observe(await self.client.get(PODGROUPS.path(ns, pg_name)))
+                        raise
         try:
             await self.client.request("PATCH", PODS.path(ns, name), content_type=STRATEGIC_MERGE_PATCH,
-                                      body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg["metadata"]["name"]}}})
+                                      body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg_name}}})
         except ApiError as e:
             if e.status != 404:
                 raise
+
+    async def on_workload(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+        """addReplicaSet / addStatefulSet (and their updates): scaled to 0, the PodGroup goes; else the
+        PodGroup of its first pod (of the current revision) is made or brought up to date."""
+        if type == "DELETED":
+            return  # the PodGroup is owned by the workload: the cluster's garbage collector takes it
+        workload = _plain(body)
+        ns, name = _ns_name(workload)
+        uid = workload["metadata"].get("uid")
+        if workload_replicas(workload) == 0:
+            if self.podgroups.get(ns, f"podgroup-{uid}") is not None:
+                await self._retrying(f"delete PodGroup of {workload.get('kind')} {ns}/{name}", lambda: self._delete(
+                    PODGROUPS.path(ns, f"podgroup-{uid}"), self.podgroups, ns, f"podgroup-{uid}"))
+            return
+        # its pods by their controlling owner, then Volcano's label match (Volcano lists by labels alone)
+        pod = first_pod(self.pods.indexed(f"owner:{uid}"), workload_selector(workload))
+        if pod is None or not needs_podgroup(pod, self.options.scheduler_names):
+            return
+        await self._retrying(f"PodGroup for {workload.get('kind')} {ns}/{name}",
+                             lambda: self._create_pod_group(pod, update=True))
+
+    async def _owner_annotations(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """getAnnotationsFromUpperRes: each owner read from the API (not watched: a pod's owners are read
+        once per PodGroup); one that cannot be read is left out, as Volcano does."""
+        ns, _ = _ns_name(pod)
+        found = []
+        for group, kind, name in owner_references(pod):
+            stored = self.workloads.get(kind) if group == "apps" else None
+            try:  # ReplicaSets and StatefulSets are watched; DaemonSets and batch Jobs read when needed
+                owner = stored.get(ns, name) if stored is not None and stored.get(ns, name) is not None else \
+                    await self.client.get(_OWNER_KINDS[(group, kind)].path(ns, name))
+            except ApiError as e:
+                log.warning("pod owner not read", pod="/".join(_ns_name(pod)), owner=f"{kind}/{name}", error=str(e))
+                continue
+            if owner is not None:
+                found.append((owner.get("metadata") or {}).get("annotations"))
+        return merge_owner_annotations(found)
 
     # -- the queue controller ----------------------------------------------------------------------
 
@@ -642,98 +869,80 @@ class Controllers:
     async def _sync_queue_once(self, name: str, action: str) -> list[tuple[str, str]]:
         follow: list[tuple[str, str]] = []
         async with self._locks.setdefault(f"queue/{name}", asyncio.Lock()):
-            queue = await self.client.get(QUEUES.path(None, name))
+            queue = self.queues.get(None, name)
             if queue is None:
                 return []
-            queues = {q["metadata"]["name"]: q
-                      for q in (await self.client.request("GET", QUEUES.path())).get("items") or []}
-            count = len(self._queue_pgs.get(name, ()))
-            if action == CLOSE_QUEUE or (queue.get("status") or {}).get("state") == QueueState.CLOSING:
-                # Closed vs Closing hangs on the count: take it from the API, not from a watch that may
-                # not have listed every PodGroup yet (Volcano waits for its informers' sync instead)
-                count = sum(1 for pg in (await self.client.request("GET", PODGROUPS.path())).get("items") or []
-                            if ((pg.get("spec") or {}).get("queue") or "default") == name)
+            queues = self.queues.objects
+            count = self.podgroups.count(name)  # the store's: also those whose events are still queued
+            # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
+            self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or ""
+                                                 for pg in self.podgroups.indexed(name)])
             out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
                 return []
             if out.set_parent:
-                await self.client.request("PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
-                                          body={"spec": {"parent": out.set_parent}})
+                self.queues.observe(await self.client.request(
+                    "PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
+                    body={"spec": {"parent": out.set_parent}}))
             if out.state is not None:
-                await self.client.request("PATCH", QUEUES.path(None, name, "status"), content_type=MERGE_PATCH,
-                                          body={"status": {"state": out.state}})
+                self.queues.observe(await self.client.request(
+                    "PATCH", QUEUES.path(None, name, "status"), content_type=MERGE_PATCH,
+                    body={"status": {"state": out.state}}))
             for target, wanted in out.annotations.items():
                 current = ((queues.get(target) or {}).get("metadata") or {}).get("annotations") or {}
                 if target in queues and any(current.get(k) != v for k, v in wanted.items()):
-                    await self.client.request("PATCH", QUEUES.path(None, target), content_type=MERGE_PATCH,
-                                              body={"metadata": {"annotations": wanted}})
+                    self.queues.observe(await self.client.request(
+                        "PATCH", QUEUES.path(None, target), content_type=MERGE_PATCH,
+                        body={"metadata": {"annotations": wanted}}))
             for type_, reason, message in out.events:
                 await self.event(queue, type_, reason, message)
             follow = out.requests
         return follow
 
 
-# -- start-up: kopf inside our event loop -----------------------------------------------------------
+# -- start-up -------------------------------------------------------------------------------------
 
 
-def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistry:
-    """Our own registry (not kopf's global one): a login from our client's configuration and the
-    ``on.event`` handlers."""
-    registry = kopf.OperatorRegistry()
-
-    async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
-        return await connection_info(configuration)
-
-    kopf.on.login(registry=registry)(login)
-    kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)(ctl.on_job)
-    kopf.on.event("", "v1", "pods", registry=registry)(ctl.on_pod)
-    kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)(ctl.on_podgroup)
-    kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)(ctl.on_queue)
-    kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)(ctl.on_command)
-    return registry
-
-
-async def connection_info(cfg: Any) -> kopf.ConnectionInfo:
-    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster; the
-    client's own token refresh hook runs first, as before each of its requests)."""
-    token = await cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
-    scheme, _, value = token.partition(" ")
-    if not value:
-        scheme, value = ("Bearer", token) if token else (None, None)
-    return kopf.ConnectionInfo(server=cfg.host, scheme=scheme, token=value or None,
-                               ca_path=cfg.ssl_ca_cert or None, insecure=not cfg.verify_ssl,
-                               certificate_path=cfg.cert_file or None, private_key_path=cfg.key_file or None,
-                               default_namespace=None)
-
-
-def kopf_settings(options: ControllerOptions) -> kopf.OperatorSettings:
-    settings = kopf.OperatorSettings()
-    settings.posting.enabled = False  # kopf's own k8s events would need more RBAC; we record Volcano's
-    settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
-    settings.peering.standalone = True
-    settings.peering.clusterwide = True
-    return settings
+def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler | None]]:
+    """Each kind's store and the handler its events go to (None: only read)."""
+    return [(ctl.queues, ctl.on_queue), (ctl.podgroups, ctl.on_podgroup), (ctl.jobs, ctl.on_job),
+            (ctl.pods, ctl.on_pod), (ctl.commands, ctl.on_command),
+            *((informer, ctl.on_workload) for informer in ctl.workloads.values()), (ctl.priority_classes, None)]
 
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
-                          ready: asyncio.Event | None = None, ctl: Controllers | None = None) -> None:
-    """Run the controllers until ``stop`` is set, in the calling event loop.
-
-    kopf.spawn_tasks, not kopf.operator: kopf.operator ends by waiting for and cancelling every task
-    that was created while it ran — in our process that is the scheduler's too.
-    """
-    options = options or ControllerOptions()
-    ctl = ctl or Controllers(client, options)
-    registry = build_registry(ctl, client.api.configuration)
-    tasks = await kopf.spawn_tasks(registry=registry, settings=kopf_settings(options), standalone=True,
-                                   clusterwide=True, stop_flag=stop, ready_flag=ready)
+                          ready: asyncio.Event | None = None, ctl: Controllers | None = None,
+                          watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
+    """Run the controllers until ``stop`` is set, in the calling event loop: one Reflector per kind
+    into its Informer; the handlers start once every initial list is in (``ready`` is set then)."""
+    ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
+    dispatcher = Dispatcher()
+    reflectors = []
+    for informer, handler in informer_handlers(ctl):
+        informer.notify = dispatcher.for_handler(handler) if handler is not None else None
+        reflectors.append(Reflector(client, informer.kind, informer, watch_timeout=watch_timeout))
+    tasks = [asyncio.ensure_future(r.run()) for r in reflectors]
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        synced = asyncio.ensure_future(asyncio.gather(*(r.synced.wait() for r in reflectors)))
+        await asyncio.wait([synced, stopping], return_when=asyncio.FIRST_COMPLETED)
+        synced.cancel()
+        if not stop.is_set():
+            log.info("controllers synced", **{r.kind.plural: len(r.store) for r in reflectors})
+            dispatcher.open()
+            if ready is not None:
+                ready.set()
+            await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for t in tasks:  # a reflector ends only on what it cannot retry: fail loudly, not stop watching quietly
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
     finally:
+        stopping.cancel()
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(stopping, *tasks, return_exceptions=True)
+        await dispatcher.close()
         await ctl.close()
 
 
@@ -761,7 +970,9 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
-        await run_controllers(controller_client, ctl_stop, options)
+        # the queue controller's series on the scheduler's /metrics when it runs here
+        metrics = ControllerMetrics(runtime.scheduler.metrics.registry) if runtime is not None else None
+        await run_controllers(controller_client, ctl_stop, options, metrics=metrics)
         return 1 if leader is not None and leader.lost.is_set() else 0
 
     async def watch_stop() -> int:
@@ -797,5 +1008,5 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
     return code
 
 
-__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "build_registry", "parse_components",
-           "run_controllers"]
+__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Dispatcher", "Informer",
+           "parse_components", "run_controllers"]

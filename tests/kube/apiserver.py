@@ -54,6 +54,8 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "scheduling.volcano.sh/v1beta1/queues": ("Queue", False, ("status",)),
     "batch.volcano.sh/v1alpha1/jobs": ("Job", True, ("status",)),
     "bus.volcano.sh/v1alpha1/commands": ("Command", True, ()),
+    "apps/v1/replicasets": ("ReplicaSet", True, ()), "apps/v1/statefulsets": ("StatefulSet", True, ()),
+    "apps/v1/daemonsets": ("DaemonSet", True, ()), "batch/v1/jobs": ("Job", True, ()),
 }
 # resources whose status is written only through /status (and only status is written there)
 STATUS_SUBRESOURCE = {("", "pods"), ("scheduling.volcano.sh", "queues"), ("batch.volcano.sh", "jobs")}
@@ -405,4 +407,7 @@ KINDS = {
 
 
 def _kind_of(obj: dict[str, Any]) -> Key:
+    group = (obj.get("apiVersion") or "").rpartition("/")[0]
+    if group in ("apps", "batch"):  # apps/v1 workloads and batch/v1 Jobs (KINDS' "Job" is Volcano's)
+        return group, obj["kind"].lower() + "s"
     return KINDS[obj["kind"]]

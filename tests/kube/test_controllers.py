@@ -1,8 +1,8 @@
 """The controllers in Kubernetes mode against the kmock API server (tests/kube/apiserver.py).
 
-Most tests deliver the API server's watch events to the handlers one by one, in order (``Feed``: what
-kopf does, without its batching), so each step is deterministic; one test runs the handlers under kopf
-itself (``run_controllers``). The ``api`` fixture checks every request against the access tables.
+Most tests deliver the API server's watch events to the stores and handlers one by one, in order
+(``Feed``), so each step is deterministic; some run the Reflectors themselves (``run_controllers``).
+The ``api`` fixture checks every request against the access tables.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import contextlib
 import pytest
 import pytest_asyncio
 
-from vcsched.kube.controllers import ControllerOptions, Controllers, parse_components, run_controllers
+from vcsched.kube.controllers import ControllerOptions, Controllers, informer_handlers, parse_components, \
+    run_controllers
 
 from .apiserver import ApiServer
-from .conftest import CONTROLLER_AGENT, client_for, eventually, queue
+from .conftest import CONTROLLER_AGENT, client_for, eventually, queue, verb_of
 
 BATCH, SCHED, BUS = "batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh"
 
@@ -35,20 +36,22 @@ def command(name: str, action: str, kind: str, target: str, ns: str = "ns") -> d
 
 
 class Feed:
-    """Delivers the API server's events since the last call to the handlers, until none is left."""
+    """Delivers the API server's events since the last call to the stores and then the handlers, until
+    none is left (what the Reflectors and the Dispatcher do, one event at a time)."""
 
     def __init__(self, api: ApiServer, ctl: Controllers) -> None:
         self.api, self.pos = api, 0
-        self.handlers = {(BATCH, "jobs"): ctl.on_job, ("", "pods"): ctl.on_pod, (SCHED, "podgroups"): ctl.on_podgroup,
-                         (SCHED, "queues"): ctl.on_queue, (BUS, "commands"): ctl.on_command}
+        self.handlers = {(i.kind.group, i.kind.plural): (i, h) for i, h in informer_handlers(ctl)}
 
     async def __call__(self) -> None:
         while self.pos < len(self.api.history):
             _, kind, event = self.api.history[self.pos]
             self.pos += 1
-            handler = self.handlers.get(kind)
-            if handler is not None:
-                await handler(type=event["type"], body=event["object"])
+            if kind in self.handlers:
+                informer, handler = self.handlers[kind]
+                informer.apply(event["type"], event["object"])
+                if handler is not None:
+                    await handler(type=event["type"], body=event["object"])
 
 
 @pytest_asyncio.fixture
@@ -175,7 +178,7 @@ async def test_status_write_rereads_and_retries_on_conflict_and_is_idempotent(en
     assert not await ctl.write_status("ns", "j1", {"state": {"phase": "Pending"}})  # same status: no write
     assert sum(1 for r in api.requests if r.method.value == "PUT") == puts
     gets = [r for r in api.requests if r.method.value == "GET" and r.name == "j1"]
-    assert len(gets) == 3  # read, re-read after the 409, read for the idempotent call
+    assert len(gets) == 2  # read (not stored yet), re-read after the 409; the idempotent call reads the store
 
 
 @pytest.mark.asyncio
@@ -298,23 +301,16 @@ async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
     assert len(api.all(SCHED, "podgroups")) == 1
 
 
-@pytest.mark.asyncio
-async def test_the_handlers_under_kopf_in_our_event_loop(api):
-    """kopf's own watches (standalone, no peering, no kopf events) drive the same handlers."""
-    api.put(queue("default"))
-    api.put(queue("root"))
+async def run(api: ApiServer, body, watch_timeout: float = 300.0):
+    """``run_controllers`` (Reflectors → Informers → Dispatcher) around ``await body(client)``."""
     client = client_for(api, agent=CONTROLLER_AGENT)
     before = asyncio.all_tasks()
     stop, ready = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready))
+    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready,
+                                               watch_timeout=watch_timeout))
     try:
-        created = api.put(job())
-        pg_name = f"j1-{created['metadata']['uid']}"
-        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
-        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
-        await eventually(lambda: pods(api) == ["j1-worker-0", "j1-worker-1"], "the pods")
-        await eventually(lambda: api.get(BATCH, "jobs", "ns", "j1").get("status", {}).get("state", {}).get("phase")
-                         == "Pending", "the job status")
+        await eventually(ready.is_set, "the initial lists")
+        await body(client)
     finally:
         stop.set()
         with contextlib.suppress(Exception):
@@ -322,11 +318,174 @@ async def test_the_handlers_under_kopf_in_our_event_loop(api):
         await client.close()
     assert task.done() and not task.cancelled()
     left = [t for t in asyncio.all_tasks() - before if not t.done()]
-    assert [t for t in left if "/kopf/" in t.get_coro().cr_code.co_filename] == []
-    kopf = [r for r in api.requests if r.headers.get("User-Agent", "").startswith("kopf/")]
-    assert {r.resource.plural for r in kopf if r.resource and r.params.get("watch") == "true"} >= {
-        "jobs", "pods", "podgroups", "queues", "commands"}
-    assert [r for r in kopf if r.method.value != "GET"] == []  # kopf only watches: no annotations, finalizers or events of its own
+    assert [t for t in left if "/scheduler/kube/" in t.get_coro().cr_code.co_filename] == []  # ours all ended
+
+
+def reads(api: ApiServer) -> list[str]:
+    """The controllers' GET and LIST requests (watches left out)."""
+    return [f"{verb_of(r)} {r.url.path}" for r in api.requests
+            if r.method.value == "GET" and r.resource and r.params.get("watch") != "true"
+            and r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENT)]
+
+
+@pytest.mark.asyncio
+async def test_the_pods_of_a_replicaset_share_one_podgroup_inheriting_its_annotations(env):
+    api, ctl, feed = env
+    rs = api.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                  "metadata": {"name": "web-1", "namespace": "ns", "annotations": {
+                      "scheduling.volcano.sh/group-min-member": "2", "volcano.sh/custom": "v",
+                      "deployment.kubernetes.io/revision": "1"}}})
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": rs["metadata"]["uid"],
+           "controller": True}
+    for name in ("web-1-a", "web-1-b"):
+        api.put({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref]},
+                 "spec": {"schedulerName": "volcano", "containers": [
+                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
+    await feed()
+    (pg,) = api.all(SCHED, "podgroups")
+    assert pg["metadata"]["name"] == f"podgroup-{rs['metadata']['uid']}"
+    assert pg["metadata"]["ownerReferences"] == [ref]
+    assert pg["spec"]["minMember"] == 2 and pg["spec"]["minResources"]["cpu"] == "2"
+    assert pg["metadata"]["annotations"] == {"volcano.sh/custom": "v"}
+    for name in ("web-1-a", "web-1-b"):
+        assert api.get("", "pods", "ns", name)["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
+            pg["metadata"]["name"]
+    # the owner comes from the ReplicaSets' store; the second pod finds the PodGroup there: no second create
+    assert [r for r in api.requests if r.resource and r.resource.plural == "replicasets"] == []
+    assert len([r for r in api.requests if r.method.value == "POST" and r.resource.plural == "podgroups"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_statefulset_update_brings_its_podgroup_up_to_date_and_scaled_to_zero_removes_it(env):
+    """WorkLoadSupport: StatefulSet events make or update the PodGroup of its first pod of the current
+    revision still without a group, and delete it at 0 replicas."""
+    api, ctl, feed = env
+    sts = api.put({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": "db", "namespace": "ns",
+                                "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
+                   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "db"}}},
+                   "status": {"updateRevision": "db-r1"}})
+    uid = sts["metadata"]["uid"]
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": uid, "controller": True}
+
+    def db_pod(name: str, revision: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref],
+                             "labels": {"app": "db", "controller-revision-hash": revision}},
+                "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}}
+
+    api.put(db_pod("db-0", "db-r1"))
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")["spec"]["minMember"] == 2
+    # a new revision with another group-min-member: its pod's add finds the PodGroup and only annotates the
+    # pod; the StatefulSet's update (seen while that pod had no group yet) updates the PodGroup
+    api.put(db_pod("db-1", "db-r2"))
+    api.update("apps", "statefulsets", "ns", "db", {"metadata": {"annotations": {
+        "scheduling.volcano.sh/group-min-member": "3"}}, "status": {"updateRevision": "db-r2"}})
+    await feed()
+    pg = api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")
+    assert pg["spec"]["minMember"] == 3
+    assert api.get("", "pods", "ns", "db-1")["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
+        f"podgroup-{uid}"
+    api.update("apps", "statefulsets", "ns", "db", {"spec": {"replicas": 0}})
+    await feed()
+    assert api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}") is None
+
+
+@pytest.mark.asyncio
+async def test_a_pod_whose_owner_cannot_be_read_gets_min_member_one(env):
+    api, ctl, feed = env
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "gone", "uid": "sts-uid", "controller": True}
+    api.put({"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "db-0", "namespace": "ns", "ownerReferences": [ref]},
+             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+    await feed()
+    pg = api.get(SCHED, "podgroups", "ns", "podgroup-sts-uid")
+    assert pg["spec"]["minMember"] == 1 and pg["metadata"]["annotations"] == {}
+
+
+@pytest.mark.asyncio
+async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(api):
+    api.put(queue("default"))
+    api.put(queue("root"))
+    early = api.put(job("early"))  # there before the controllers: seen in the initial list
+
+    async def body(client) -> None:
+        pg_name = f"early-{early['metadata']['uid']}"
+        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+        await eventually(lambda: pods(api) == ["early-worker-0", "early-worker-1"], "the pods")
+        await eventually(lambda: (status(api, "early").get("state") or {}).get("phase") == "Pending", "the status")
+
+    await run(api, body)
+    watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
+    assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
+                       "priorityclasses"}
+    lists = [r for r in reads(api) if r.startswith("list")]
+    assert len(lists) == 8  # one initial list per kind; every later read came from the stores
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("replicas", [4, 24])
+async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, replicas):
+    """Volcano's listers: a request reads the stores, so pod events cost no GET/LIST however many pods."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+
+    api.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+             "value": 1000})
+
+    async def body(client) -> None:
+        spec = job(replicas=replicas)
+        spec["spec"]["tasks"][0]["template"]["spec"]["priorityClassName"] = "high"  # read from its store too
+        created = api.put(spec)
+        pg_name = f"j1-{created['metadata']['uid']}"
+        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+        await eventually(lambda: len(pods(api)) == replicas, "the pods")
+        for p in pods(api):
+            set_phase(api, p, "Running")
+        await eventually(lambda: (status(api).get("state") or {}).get("phase") == "Running"
+                         and status(api).get("running") == replicas, "the job Running")
+
+    await run(api, body)
+    # one initial list per kind and nothing else, for 4 pods as for 24: before the stores, each of the
+    # 2×replicas pod events cost a GET of the Job, a LIST of its pods and a GET of its PodGroup. (Our
+    # status writes go with the stored resourceVersion, which our own last write refreshed: no 409, no re-read.)
+    assert sorted(reads(api)) == ["list /api/v1/pods", "list /apis/apps/v1/replicasets",
+                                  "list /apis/apps/v1/statefulsets", "list /apis/batch.volcano.sh/v1alpha1/jobs",
+                                  "list /apis/bus.volcano.sh/v1alpha1/commands",
+                                  "list /apis/scheduling.k8s.io/v1/priorityclasses",
+                                  "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
+                                  "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_it(api):
+    """No lost pods: a Job's pod created by someone else while the watches are down (and their history
+    compacted: 410, relist) is counted once the relist brings it."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+
+    async def body(client) -> None:
+        created = api.put(job(replicas=2))
+        pg_name = f"j1-{created['metadata']['uid']}"
+        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+        await eventually(lambda: status(api).get("pending") == 2, "two pods pending")
+        worker = api.get("", "pods", "ns", "j1-worker-1")
+        api.drop_watches()
+        api.remove("", "pods", "ns", "j1-worker-1")
+        api.compact()
+        # the same pod, made again by someone else: the controllers never wrote it
+        api.put({**worker, "metadata": {k: v for k, v in worker["metadata"].items()
+                                        if k not in ("uid", "resourceVersion")},
+                 "status": {"phase": "Running"}})
+        await eventually(lambda: status(api).get("running") == 1, "the pod made behind our back, counted")
+
+    await run(api, body, watch_timeout=300.0)
+    assert len([r for r in reads(api) if r.startswith("list")]) > 8  # the relists after 410
 
 
 def test_components_flag_is_validated():
@@ -413,14 +572,18 @@ async def test_a_missing_volume_claim_name_holds_the_job_back_with_volcanos_mess
 
 
 @pytest.mark.asyncio
-async def test_close_counts_podgroups_from_the_api_before_the_watch_has_listed_them(env):
+async def test_close_counts_the_stored_podgroups_whose_events_are_still_queued(env):
     api, ctl, feed = env
-    api.put(queue("q1"))
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    await feed()
+    q1 = api.put(queue("q1"))
+    pg = api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                  "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    ctl.queues.apply("ADDED", q1)
+    ctl.podgroups.apply("ADDED", pg)  # in the store; its handler has not run yet
     cmd = api.put(command("close", "CloseQueue", "Queue", "q1"))
-    await ctl.on_command(type=None, body=cmd)  # no PodGroup event delivered yet
+    await ctl.on_command(type="ADDED", body=cmd)
     assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
+    assert [r for r in api.requests if r.method.value == "GET"] == []  # the queue controller reads the stores
 
 
 @pytest.mark.asyncio
@@ -482,24 +645,6 @@ async def test_controllers_alone_with_their_own_lease(api):
 
 
 @pytest.mark.asyncio
-async def test_kopf_logs_in_with_the_clients_configuration():
-    from kubernetes.aio import client as kclient
-
-    from vcsched.kube.controllers import connection_info
-
-    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"BearerToken": "abc"},
-                                api_key_prefix={"BearerToken": "Bearer"})
-    cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
-    info = await connection_info(cfg)
-    assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
-        "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
-    cfg = kclient.Configuration(host="https://k8s:6443")
-    cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
-    info = await connection_info(cfg)
-    assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
-
-
-@pytest.mark.asyncio
 async def test_job_plugins_make_their_objects_and_a_kill_removes_them(env):
     api, ctl, feed = env
     api.put(job(plugins={"svc": [], "ssh": [], "env": []}))
@@ -516,3 +661,115 @@ async def test_job_plugins_make_their_objects_and_a_kill_removes_them(env):
     api.put(command("stop", "TerminateJob", "Job", "j1"))  # a full kill: OnJobDelete for every plugin
     await feed()
     assert api.all("", "configmaps") == [] and api.all("", "services") == [] and api.all("", "secrets") == []
+
+
+@pytest.mark.asyncio
+async def test_the_dispatcher_holds_events_until_synced_then_keeps_each_objects_order():
+    from vcsched.kube.controllers import Dispatcher
+
+    calls: list[tuple[str, str]] = []
+    gate = asyncio.Event()
+
+    async def handler(type: str, body: dict) -> None:
+        if body["metadata"]["name"] == "slow" and type == "ADDED":
+            await gate.wait()
+        calls.append((body["metadata"]["name"], type))
+
+    d = Dispatcher()
+    notify = d.for_handler(handler)
+    obj = {"metadata": {"name": "slow", "namespace": "ns"}}
+    notify("ADDED", obj)
+    notify("MODIFIED", obj)
+    notify("ADDED", {"metadata": {"name": "fast", "namespace": "ns"}})
+    await asyncio.sleep(0)
+    assert calls == []  # not synced yet
+    d.open()
+    await eventually(lambda: calls == [("fast", "ADDED")], "another object goes past the slow one")
+    gate.set()
+    await eventually(lambda: len(calls) == 3, "the slow object's events")
+    assert calls[1:] == [("slow", "ADDED"), ("slow", "MODIFIED")]
+    await d.close()
+
+
+@pytest.mark.asyncio
+async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api):
+    """volcano_queue_pod_group_<phase>_count{queue_name}, as Volcano's queue controller exports them,
+    on the one /metrics of ``vcsched run``; a deleted queue's series go."""
+    import aiohttp
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from vcsched.kube.controllers import run_components
+    from vcsched.kube.runtime import RunOptions, Runtime
+
+    from .conftest import FAST, cluster
+
+    cluster(api)
+    api.put(queue("q1"))
+    for name, phase in (("a", "Running"), ("b", "Running"), ("c", "Inqueue"), ("d", "Completed")):
+        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 9, "queue": "q1"},
+                 "status": {"phase": phase}})
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    runtime = Runtime(client, RunOptions(**FAST))
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
+
+    async def scrape() -> dict[tuple[str, str], float]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{runtime.http_port}/metrics") as r:
+            text = await r.text()
+        return {(sample.name, sample.labels["queue_name"]): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples
+                if sample.name.startswith("volcano_queue_pod_group_")}
+
+    try:
+        await eventually(lambda: runtime.http_port, "serving")
+        want = {"inqueue": 1, "pending": 0, "running": 2, "unknown": 0, "completed": 1}
+
+        async def counted() -> bool:
+            got = await scrape()
+            return all(got.get((f"volcano_queue_pod_group_{p}_count", "q1")) == n for p, n in want.items())
+
+        await eventually_async(counted, "q1's PodGroups counted by phase")
+        api.update(SCHED, "podgroups", "ns", "c", {"status": {"phase": "Running"}})
+
+        async def moved() -> bool:
+            got = await scrape()
+            return (got.get(("volcano_queue_pod_group_running_count", "q1")) == 3
+                    and got.get(("volcano_queue_pod_group_inqueue_count", "q1")) == 0)
+
+        await eventually_async(moved, "the phase change counted")
+        api.remove(SCHED, "queues", "", "q1")
+
+        async def gone() -> bool:
+            return not [k for k in await scrape() if k[1] == "q1"]
+
+        await eventually_async(gone, "the deleted queue's series removed")
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+
+
+def test_an_informer_never_goes_back_and_keeps_its_index_and_our_writes():
+    from vcsched.kube.api import PODS
+    from vcsched.kube.controllers import Informer, _pod_index
+
+    def p(rv: int, job: str | None = "j1", **meta) -> dict:
+        return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv),
+                             "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
+
+    inf = Informer(PODS, index=_pod_index)
+    assert inf.apply("ADDED", p(5))
+    assert not inf.apply("MODIFIED", p(4, "j2"))  # older: refused
+    assert [o["metadata"]["resourceVersion"] for o in inf.indexed("job:ns/j1")] == ["5"]
+    inf.apply("MODIFIED", p(6, "j2"))  # relabelled: moves in the index
+    assert inf.count("job:ns/j1") == 0 and inf.count("job:ns/j2") == 1
+    inf.observe(p(9, "j2"))  # what our write returned
+    inf.apply("MODIFIED", p(7, "j2"))  # the watch catching up: does not undo it
+    assert inf.get("ns", "p")["metadata"]["resourceVersion"] == "9"
+    inf.deleted("ns", "p", p(10, "j2", deletionTimestamp="2026-01-01T00:00:00Z"))  # graceful: still there
+    assert inf.get("ns", "p")["metadata"]["deletionTimestamp"]
+    inf.deleted("ns", "p", None)
+    assert inf.get("ns", "p") is None and inf.count("job:ns/j2") == 0
