@@ -22,6 +22,7 @@ from vcsched.api.k8s import (
     InterPodIndex,
     TermsCache,
     balanced_resource_score,
+    balanced_resource_score2,
     count_intolerable_prefer_no_schedule,
     default_normalize_score,
     image_locality_score,
@@ -36,7 +37,7 @@ from vcsched.api.k8s import (
     scaled_image_score,
     spread_scores,
     tolerates,
-    weighted_resource_score,
+    weighted_resource_score2,
 )
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.pod_spec import Taint, Toleration
@@ -149,14 +150,14 @@ class NodeOrderPlugin(Plugin):
         if self.least_requested_weight or self.most_requested_weight or self.balanced_resource_weight:
             used = self._node_requests(node)
             if self.least_requested_weight or self.most_requested_weight:
-                requested = (used.nonzero_milli_cpu + spec.nonzero_milli_cpu, used.nonzero_memory + spec.nonzero_memory)
-                allocatable = (alloc_cpu, alloc_mem)
+                req_cpu = used.nonzero_milli_cpu + spec.nonzero_milli_cpu
+                req_mem = used.nonzero_memory + spec.nonzero_memory
                 if self.least_requested_weight:
-                    score += self.least_requested_weight * weighted_resource_score(
-                        least_requested_score, requested, allocatable, LEAST_ALLOCATED_WEIGHTS)
+                    score += self.least_requested_weight * weighted_resource_score2(
+                        least_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *LEAST_ALLOCATED_WEIGHTS)
                 if self.most_requested_weight:
-                    score += self.most_requested_weight * weighted_resource_score(
-                        most_requested_score, requested, allocatable, MOST_ALLOCATED_WEIGHTS)
+                    score += self.most_requested_weight * weighted_resource_score2(
+                        most_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *MOST_ALLOCATED_WEIGHTS)
             if self.balanced_resource_weight:
                 score += self.balanced_resource_weight * self._balanced(task, alloc_cpu, alloc_mem, node, used)
         if self.image_locality_weight and spec.images:
@@ -170,6 +171,8 @@ class NodeOrderPlugin(Plugin):
         cpu, mem, gpu = int(req.milli_cpu), int(req.memory), int(req.scalars.get(GPU, 0.0))
         if not (cpu or mem or gpu):
             return 0
+        if not gpu or GPU not in node.allocatable.scalars:
+            return balanced_resource_score2(used.milli_cpu + cpu, alloc_cpu, used.memory + mem, alloc_mem)
         requested = [used.milli_cpu + cpu, used.memory + mem]
         allocatable = [alloc_cpu, alloc_mem]
         if gpu:

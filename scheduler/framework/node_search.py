@@ -27,6 +27,7 @@ from time import perf_counter
 
 from ..api.fit_errors import FitError, FitErrors, Status
 from ..api.node_info import NodeInfo
+from ..api.resource import Resource
 from ..api.task_info import TaskInfo
 from ..api.types import FAILING_CODES, StatusCode
 from .interface import Point
@@ -62,15 +63,30 @@ class NodeSearch:
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.indexes: dict[tuple, ShapeIndex] = {}
+        # per node index: (generation, FutureIdle) — shared by every shape that re-checks the node
+        self._future: list[tuple[int, Resource] | None] = [None] * len(self.nodes)
         # seconds spent in predicates and in scoring, for the per-task stage durations
         self.predicate_time = 0.0
         self.scoring_time = 0.0
 
     # -- predicates ------------------------------------------------------------------
 
+    def future_idle(self, node: NodeInfo) -> Resource:
+        """``node.future_idle()``, computed once per node generation; read it, do not change it."""
+        i = node.index
+        future = self._future
+        if 0 <= i < len(future) and self.nodes[i] is node:
+            cached = future[i]
+            if cached is not None and cached[0] == node.generation:
+                return cached[1]
+            r = node.future_idle()
+            future[i] = (node.generation, r)
+            return r
+        return node.future_idle()
+
     def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         """The allocate predicate: resources against FutureIdle, then the plugins."""
-        short = task.resreq.first_shortfall(node.future_idle())
+        short = task.resreq.first_shortfall(self.future_idle(node))
         if short is not None:
             return [Status(StatusCode.Unschedulable, f"Insufficient {short}")]
         statuses = self.ssn.predicate(task, node)
@@ -277,16 +293,30 @@ class ShapeIndex:
         if self.log_pos == len(changes):
             return
         nodes = self.search.nodes
-        best1, best2 = self.best1, self.best2
+        cnt, score, best1, best2, gens = self.cnt, self.score, self.best1, self.best2, self.gens
+        size = self.size
         for i in changes[self.log_pos:]:
             node = nodes[i]
-            if self.gens[i] == node.generation:
+            if gens[i] == node.generation:
                 continue
             self._eval_leaf(task, i, node)
-            v = (self.size + i) >> 1
+            v = (size + i) >> 1
             # Up the tree until nothing above can change: an inner node whose count and best
             # leaves stay the same, and whose best leaves are not leaf i (whose score may have moved).
-            while v and (self._pull(v) or best1[v] == i or best2[v] == i):
+            # (``_pull`` inlined: this loop runs for every re-evaluated leaf of every shape.)
+            while v:
+                l = 2 * v
+                r = l + 1
+                c = cnt[l] + cnt[r]
+                a, b = best1[l], best1[r]
+                b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+                a, b = best2[l], best2[r]
+                b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+                if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
+                    if b1 != i and b2 != i:
+                        break
+                else:
+                    cnt[v], best1[v], best2[v] = c, b1, b2
                 v >>= 1
         self.log_pos = len(changes)
 
