@@ -80,6 +80,9 @@ class VGPURequest:
     nouse_types: tuple[str, ...] | None
     rules: tuple[int, ...]  # GPUExclusiveRules the pod matches
     uuid_annotations: tuple[str, str]  # raw values, for the error message
+    # the one container, when the filter may probe without applying (VGPUDevices._probe): no UUID
+    # filter, no podgroup spread, no exclusivity rule
+    single: ContainerRequest | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -224,16 +227,21 @@ class VGPUFamily(DeviceFamily):
         use = ann.get(USE_TYPE)
         nouse = ann.get(NOUSE_TYPE)
         labels = task.spec.labels
+        group = group_key(task) if ann.get(PODGROUP_POLICY) == SPREAD else ""
+        allow = tuple(x.strip() for x in (ann.get(USE_UUID) or "").split(",") if x.strip())
+        deny = tuple(x.strip() for x in (ann.get(NOUSE_UUID) or "").split(",") if x.strip())
+        rules = tuple(i for i, rule in enumerate(self.rules) if all(labels.get(k) == v for k, v in rule))
         return VGPURequest(
             containers=tuple(ctrs),
             mode=ann.get(VGPU_MODE),
-            group=group_key(task) if ann.get(PODGROUP_POLICY) == SPREAD else "",
-            allow=tuple(x.strip() for x in (ann.get(USE_UUID) or "").split(",") if x.strip()),
-            deny=tuple(x.strip() for x in (ann.get(NOUSE_UUID) or "").split(",") if x.strip()),
+            group=group,
+            allow=allow,
+            deny=deny,
             use_types=tuple(t.upper() for t in use.split(",")) if use is not None else None,
             nouse_types=tuple(t.upper() for t in nouse.split(",")) if nouse is not None and use is None else None,
-            rules=tuple(i for i, rule in enumerate(self.rules) if all(labels.get(k) == v for k, v in rule)),
+            rules=rules,
             uuid_annotations=(ann.get(USE_UUID, ""), ann.get(NOUSE_UUID, "")),
+            single=ctrs[0] if len(ctrs) == 1 and not (group or allow or deny or rules) else None,
         )
 
     def build(self, node: Mapping[str, Any], name: str) -> "VGPUDevices | None":
@@ -484,13 +492,13 @@ class VGPUDevices(NodeDevices):
     def _probe(self, req: VGPURequest, policy: str) -> str | float:
         """``_fit`` without commit for the common request, without touching a counter: the error or score.
 
-        For one container, no UUID filter, no podgroup spread, no exclusivity rule, on a hami-core node
-        (the caller checks).  Within one container every GPU is visited once, so the tentative add on a
+        For ``req.single`` (one container, no UUID filter, no podgroup spread, no exclusivity rule) on a
+        hami-core node (the caller checks).  Within one container every GPU is visited once, so the tentative add on a
         GPU changes nothing the later GPUs see: the counters after the add are computed, not applied.
         """
         if req.mode is not None and req.mode != self.mode:
             return f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
-        c = req.containers[0]
+        c = req.single
         nums = c.nums
         if nums > len(self.devices):
             return f"no enough gpu cards on node {self.name}"
@@ -658,8 +666,7 @@ class VGPUDevices(NodeDevices):
                 return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {out}")
             self._score = (task.uid, out)
             return None
-        if (len(req.containers) == 1 and not (req.allow or req.deny or req.group or req.rules)
-                and self.mode == HAMI_CORE):
+        if req.single is not None and self.mode == HAMI_CORE:
             out = self._probe(req, policy)
             if isinstance(out, str):
                 return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {out}")
@@ -712,10 +719,8 @@ class VGPUDevices(NodeDevices):
         the pod's own ``vgpu-ids-new`` entries that match this node's GPUs, in milli-units.  As in Volcano
         only the annotation on the pod counts: a pod bound in this session reports its requests until the
         next session sees the annotation."""
-        if self.family.request(task) is None:
-            return None
         ids = pod_annotations(task).get(VGPU_IDS)
-        if ids is None:
+        if ids is None or self.family.request(task) is None:
             return None
         cfg = self.family.config
         res: dict[str, float] = {}
