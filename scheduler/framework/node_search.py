@@ -47,6 +47,20 @@ def num_feasible_nodes_to_find(n: int, percentage: int = 0) -> int:
     return max(n * pct // 100, MINIMUM_FEASIBLE_NODES)
 
 
+def _same(a: Resource, b: Resource) -> bool:
+    """Every dimension ``less_equal`` compares is equal (a missing scalar counts as 0)."""
+    if a.milli_cpu != b.milli_cpu or a.memory != b.memory:
+        return False
+    sa, sb = a.scalars, b.scalars
+    for name, v in sa.items():
+        if sb.get(name, 0.0) != v:
+            return False
+    for name, v in sb.items():
+        if sa.get(name, 0.0) != v:
+            return False
+    return True
+
+
 @dataclass(slots=True)
 class Placement:
     node: NodeInfo
@@ -63,8 +77,9 @@ class NodeSearch:
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.indexes: dict[tuple, ShapeIndex] = {}
-        # per node index: (generation, FutureIdle) — shared by every shape that re-checks the node
-        self._future: list[tuple[int, Resource] | None] = [None] * len(self.nodes)
+        # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
+        # re-checks the node
+        self._future: list[tuple[int, Resource, bool] | None] = [None] * len(self.nodes)
         # seconds spent in predicates and in scoring, for the per-task stage durations
         self.predicate_time = 0.0
         self.scoring_time = 0.0
@@ -80,9 +95,16 @@ class NodeSearch:
             if cached is not None and cached[0] == node.generation:
                 return cached[1]
             r = node.future_idle()
-            future[i] = (node.generation, r)
+            future[i] = (node.generation, r, _same(r, node.idle))
             return r
         return node.future_idle()
+
+    def idle_is_future(self, node: NodeInfo) -> bool:
+        """Whether the node's Idle equals the FutureIdle ``check`` has just compared against (so a task
+        that passed ``check`` fits Idle too)."""
+        i = node.index
+        cached = self._future[i] if 0 <= i < len(self._future) and self.nodes[i] is node else None
+        return cached is not None and cached[0] == node.generation and cached[2]
 
     def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         """The allocate predicate: resources against FutureIdle, then the plugins."""
@@ -255,7 +277,7 @@ class ShapeIndex:
             ok = idle = search.predicate_failure(task, node) is None
         else:
             ok = search.check(task, node) is None
-            idle = ok and task.resreq.less_equal(node.idle)
+            idle = ok and (search.idle_is_future(node) or task.resreq.less_equal(node.idle))
         checked = perf_counter()
         search.predicate_time += checked - started
         self.cnt[v] = 1 if ok else 0
