@@ -86,25 +86,22 @@ class NodeSearch:
 
     # -- predicates ------------------------------------------------------------------
 
-    def future_idle(self, node: NodeInfo) -> Resource:
-        """``node.future_idle()``, computed once per node generation; read it, do not change it."""
-        i = node.index
-        future = self._future
-        if 0 <= i < len(future) and self.nodes[i] is node:
-            cached = future[i]
-            if cached is not None and cached[0] == node.generation:
-                return cached[1]
-            r = node.future_idle()
-            future[i] = (node.generation, r, _same(r, node.idle))
-            return r
-        return node.future_idle()
+    def future_entry(self, i: int, node: NodeInfo) -> tuple[int, Resource, bool]:
+        """(generation, FutureIdle, FutureIdle == Idle) of ``self.nodes[i]``, computed once per node
+        generation; read the Resource, do not change it."""
+        cached = self._future[i]
+        if cached is not None and cached[0] == node.generation:
+            return cached
+        r = node.future_idle()
+        cached = self._future[i] = (node.generation, r, _same(r, node.idle))
+        return cached
 
-    def idle_is_future(self, node: NodeInfo) -> bool:
-        """Whether the node's Idle equals the FutureIdle ``check`` has just compared against (so a task
-        that passed ``check`` fits Idle too)."""
+    def future_idle(self, node: NodeInfo) -> Resource:
+        """``node.future_idle()``, cached per node generation; read it, do not change it."""
         i = node.index
-        cached = self._future[i] if 0 <= i < len(self._future) and self.nodes[i] is node else None
-        return cached is not None and cached[0] == node.generation and cached[2]
+        if 0 <= i < len(self.nodes) and self.nodes[i] is node:
+            return self.future_entry(i, node)[1]
+        return node.future_idle()
 
     def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         """The allocate predicate: resources against FutureIdle, then the plugins."""
@@ -276,8 +273,15 @@ class ShapeIndex:
         if self.predicate_only:
             ok = idle = search.predicate_failure(task, node) is None
         else:
-            ok = search.check(task, node) is None
-            idle = ok and (search.idle_is_future(node) or task.resreq.less_equal(node.idle))
+            # ``search.check`` inlined, with the FutureIdle it caches
+            resreq = task.resreq
+            _, future, same = search.future_entry(i, node)
+            ok = resreq.first_shortfall(future) is None
+            if ok:
+                statuses = search.ssn.predicate(task, node)
+                ok = not (statuses and any(s.code in FAILING_CODES for s in statuses))
+            # a node whose Idle equals its FutureIdle: fitting one is fitting the other
+            idle = ok and (same or resreq.less_equal(node.idle))
         checked = perf_counter()
         search.predicate_time += checked - started
         self.cnt[v] = 1 if ok else 0
