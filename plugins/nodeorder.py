@@ -105,6 +105,8 @@ class NodeOrderPlugin(Plugin):
         self._total_nodes = 0
         self._image_nodes: dict[str, int] = {}
         self._requests: dict[str, tuple[NodeInfo, int, NodeRequests]] = {}
+        # ImageLocality on a node without images, by the pod's container count
+        self._no_images: dict[int, int] = {}
 
     def on_session_open(self, ssn: "Session") -> None:
         nodes = ssn.node_list
@@ -185,6 +187,12 @@ class NodeOrderPlugin(Plugin):
     def _image_locality(self, task: TaskInfo, node: NodeInfo) -> int:
         images = task.spec.images
         on_node = node.spec.images
+        if not on_node:
+            n = len(images)
+            s = self._no_images.get(n)
+            if s is None:
+                s = self._no_images[n] = image_locality_score(0, n)
+            return s
         total = 0
         if on_node:
             for image in images:
