@@ -149,19 +149,24 @@ class NodeOrderPlugin(Plugin):
         alloc = node.allocatable
         alloc_cpu, alloc_mem = int(alloc.milli_cpu), int(alloc.memory)
         score = 0
-        if self.least_requested_weight or self.most_requested_weight or self.balanced_resource_weight:
-            used = self._node_requests(node)
-            if self.least_requested_weight or self.most_requested_weight:
+        least, most, balanced = self.least_requested_weight, self.most_requested_weight, self.balanced_resource_weight
+        if least or most or balanced:
+            entry = self._requests.get(node.name)
+            if entry is not None and entry[0] is node and entry[1] == node.generation:
+                used = entry[2]
+            else:
+                used = self._node_requests(node)
+            if least or most:
                 req_cpu = used.nonzero_milli_cpu + spec.nonzero_milli_cpu
                 req_mem = used.nonzero_memory + spec.nonzero_memory
-                if self.least_requested_weight:
-                    score += self.least_requested_weight * weighted_resource_score2(
+                if least:
+                    score += least * weighted_resource_score2(
                         least_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *LEAST_ALLOCATED_WEIGHTS)
-                if self.most_requested_weight:
-                    score += self.most_requested_weight * weighted_resource_score2(
+                if most:
+                    score += most * weighted_resource_score2(
                         most_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *MOST_ALLOCATED_WEIGHTS)
-            if self.balanced_resource_weight:
-                score += self.balanced_resource_weight * self._balanced(task, alloc_cpu, alloc_mem, node, used)
+            if balanced:
+                score += balanced * self._balanced(task, alloc_cpu, alloc_mem, node, used)
         if self.image_locality_weight and spec.images:
             score += self.image_locality_weight * self._image_locality(task, node)
         return float(score)
