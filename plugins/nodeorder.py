@@ -22,6 +22,7 @@ from vcsched.api.k8s import (
     InterPodIndex,
     TermsCache,
     balanced_resource_score,
+    balanced_resource_score2,
     count_intolerable_prefer_no_schedule,
     default_normalize_score,
     image_locality_score,
@@ -36,7 +37,7 @@ from vcsched.api.k8s import (
     scaled_image_score,
     spread_scores,
     tolerates,
-    weighted_resource_score,
+    weighted_resource_score2,
 )
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.pod_spec import Taint, Toleration
@@ -104,6 +105,8 @@ class NodeOrderPlugin(Plugin):
         self._total_nodes = 0
         self._image_nodes: dict[str, int] = {}
         self._requests: dict[str, tuple[NodeInfo, int, NodeRequests]] = {}
+        # ImageLocality on a node without images, by the pod's container count
+        self._no_images: dict[int, int] = {}
 
     def on_session_open(self, ssn: "Session") -> None:
         nodes = ssn.node_list
@@ -146,19 +149,24 @@ class NodeOrderPlugin(Plugin):
         alloc = node.allocatable
         alloc_cpu, alloc_mem = int(alloc.milli_cpu), int(alloc.memory)
         score = 0
-        if self.least_requested_weight or self.most_requested_weight or self.balanced_resource_weight:
-            used = self._node_requests(node)
-            if self.least_requested_weight or self.most_requested_weight:
-                requested = (used.nonzero_milli_cpu + spec.nonzero_milli_cpu, used.nonzero_memory + spec.nonzero_memory)
-                allocatable = (alloc_cpu, alloc_mem)
-                if self.least_requested_weight:
-                    score += self.least_requested_weight * weighted_resource_score(
-                        least_requested_score, requested, allocatable, LEAST_ALLOCATED_WEIGHTS)
-                if self.most_requested_weight:
-                    score += self.most_requested_weight * weighted_resource_score(
-                        most_requested_score, requested, allocatable, MOST_ALLOCATED_WEIGHTS)
-            if self.balanced_resource_weight:
-                score += self.balanced_resource_weight * self._balanced(task, alloc_cpu, alloc_mem, node, used)
+        least, most, balanced = self.least_requested_weight, self.most_requested_weight, self.balanced_resource_weight
+        if least or most or balanced:
+            entry = self._requests.get(node.name)
+            if entry is not None and entry[0] is node and entry[1] == node.generation:
+                used = entry[2]
+            else:
+                used = self._node_requests(node)
+            if least or most:
+                req_cpu = used.nonzero_milli_cpu + spec.nonzero_milli_cpu
+                req_mem = used.nonzero_memory + spec.nonzero_memory
+                if least:
+                    score += least * weighted_resource_score2(
+                        least_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *LEAST_ALLOCATED_WEIGHTS)
+                if most:
+                    score += most * weighted_resource_score2(
+                        most_requested_score, req_cpu, alloc_cpu, req_mem, alloc_mem, *MOST_ALLOCATED_WEIGHTS)
+            if balanced:
+                score += balanced * self._balanced(task, alloc_cpu, alloc_mem, node, used)
         if self.image_locality_weight and spec.images:
             score += self.image_locality_weight * self._image_locality(task, node)
         return float(score)
@@ -170,6 +178,8 @@ class NodeOrderPlugin(Plugin):
         cpu, mem, gpu = int(req.milli_cpu), int(req.memory), int(req.scalars.get(GPU, 0.0))
         if not (cpu or mem or gpu):
             return 0
+        if not gpu or GPU not in node.allocatable.scalars:
+            return balanced_resource_score2(used.milli_cpu + cpu, alloc_cpu, used.memory + mem, alloc_mem)
         requested = [used.milli_cpu + cpu, used.memory + mem]
         allocatable = [alloc_cpu, alloc_mem]
         if gpu:
@@ -182,6 +192,12 @@ class NodeOrderPlugin(Plugin):
     def _image_locality(self, task: TaskInfo, node: NodeInfo) -> int:
         images = task.spec.images
         on_node = node.spec.images
+        if not on_node:
+            n = len(images)
+            s = self._no_images.get(n)
+            if s is None:
+                s = self._no_images[n] = image_locality_score(0, n)
+            return s
         total = 0
         if on_node:
             for image in images:

@@ -109,6 +109,8 @@ class DeviceSharePlugin(Plugin):
         self.args = DeviceShareArgs.parse(arguments)
         self.families: list[DeviceFamily] = []
         self._requests: dict[tuple[str, str], Any] = {}
+        # task uid → (family, request) for the kinds it asks for, in registry order (the hot path's view)
+        self._wants: dict[str, tuple[tuple[DeviceFamily, Any], ...]] = {}
         self._ssn: Session | None = None
         # NodeLockEnable: (node, lock name) → uids of this session's allocations holding it
         self._locked: dict[tuple[str, str], set[str]] = {}
@@ -129,6 +131,7 @@ class DeviceSharePlugin(Plugin):
             (f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
             key=lambda f: f.rank)
         self._requests = {}
+        self._wants = {}
         if VGPU_KEY in enabled:
             ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
         self._locked = {}
@@ -162,19 +165,33 @@ class DeviceSharePlugin(Plugin):
             req = self._requests[key] = family.request(task)
             return req
 
+    def wanted(self, task: TaskInfo) -> tuple[tuple[DeviceFamily, Any], ...]:
+        """The kinds the task asks for, with its parsed requests, in registry order."""
+        try:
+            return self._wants[task.uid]
+        except KeyError:
+            pass
+        out = []
+        for f in self.families:
+            req = self.request(f, task)
+            if req is not None:
+                out.append((f, req))
+        w = self._wants[task.uid] = tuple(out)
+        return w
+
     # -- predicate and node order --------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         devices = node.devices
         if not devices:
             return None
+        wanted = self.wanted(task)
+        if not wanted:
+            return None
         policy = self.args.schedule_policy
-        for f in self.families:
+        for f, req in wanted:
             d = devices.get(f.key)
             if d is None:
-                continue
-            req = self.request(f, task)
-            if req is None:
                 continue
             lock = lock_name(f, req) if self.args.node_lock else None
             if lock is not None and locks_before_selection(lock):
@@ -205,16 +222,14 @@ class DeviceSharePlugin(Plugin):
             return 0.0
         if self._frag is not None:
             return self._fragmentation_score(task, node) * weight
-        if not node.devices:
+        devices = node.devices
+        if not devices:
             return 0.0
         policy = self.args.schedule_policy
         s = 0.0
-        for f in self.families:
-            d = node.devices.get(f.key)
-            if d is None:
-                continue
-            req = self.request(f, task)
-            if req is not None:
+        for f, req in self.wanted(task):
+            d = devices.get(f.key)
+            if d is not None:
                 s += d.score(task, req, policy)
         return float(math.floor(s + 0.5) * weight)
 

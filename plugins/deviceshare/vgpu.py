@@ -80,6 +80,9 @@ class VGPURequest:
     nouse_types: tuple[str, ...] | None
     rules: tuple[int, ...]  # GPUExclusiveRules the pod matches
     uuid_annotations: tuple[str, str]  # raw values, for the error message
+    # the one container, when the filter may probe without applying (VGPUDevices._probe): no UUID
+    # filter, no podgroup spread, no exclusivity rule
+    single: ContainerRequest | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -224,16 +227,21 @@ class VGPUFamily(DeviceFamily):
         use = ann.get(USE_TYPE)
         nouse = ann.get(NOUSE_TYPE)
         labels = task.spec.labels
+        group = group_key(task) if ann.get(PODGROUP_POLICY) == SPREAD else ""
+        allow = tuple(x.strip() for x in (ann.get(USE_UUID) or "").split(",") if x.strip())
+        deny = tuple(x.strip() for x in (ann.get(NOUSE_UUID) or "").split(",") if x.strip())
+        rules = tuple(i for i, rule in enumerate(self.rules) if all(labels.get(k) == v for k, v in rule))
         return VGPURequest(
             containers=tuple(ctrs),
             mode=ann.get(VGPU_MODE),
-            group=group_key(task) if ann.get(PODGROUP_POLICY) == SPREAD else "",
-            allow=tuple(x.strip() for x in (ann.get(USE_UUID) or "").split(",") if x.strip()),
-            deny=tuple(x.strip() for x in (ann.get(NOUSE_UUID) or "").split(",") if x.strip()),
+            group=group,
+            allow=allow,
+            deny=deny,
             use_types=tuple(t.upper() for t in use.split(",")) if use is not None else None,
             nouse_types=tuple(t.upper() for t in nouse.split(",")) if nouse is not None and use is None else None,
-            rules=tuple(i for i, rule in enumerate(self.rules) if all(labels.get(k) == v for k, v in rule)),
+            rules=rules,
             uuid_annotations=(ann.get(USE_UUID, ""), ann.get(NOUSE_UUID, "")),
+            single=ctrs[0] if len(ctrs) == 1 and not (group or allow or deny or rules) else None,
         )
 
     def build(self, node: Mapping[str, Any], name: str) -> "VGPUDevices | None":
@@ -284,7 +292,7 @@ def _uint(text: str) -> int:
 
 class VGPUDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node")
+    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node", "_ordered")
 
     def __init__(self, family: VGPUFamily, name: str, mode: str, devices: list[GPUDevice],
                  holders: dict[str, Holder]) -> None:
@@ -295,6 +303,8 @@ class VGPUDevices(NodeDevices):
         self.holders = holders
         self._score: tuple[str, float] | None = None
         self.node = None  # the session's NodeInfo, set at session open for the fragmentation policy
+        # (policy, devices in that policy's visiting order): kept until a counter changes (_apply/_unapply)
+        self._ordered: tuple[str, list[GPUDevice]] | None = None
 
     def clone(self) -> "VGPUDevices":
         return VGPUDevices(self.family, self.name, self.mode, [d.clone() for d in self.devices], dict(self.holders))
@@ -303,6 +313,7 @@ class VGPUDevices(NodeDevices):
 
     def _apply(self, uid: str, e: Entry) -> None:
         d = self.devices[e.device]
+        self._ordered = None
         d.used_num += 1
         d.used_mem += e.mem
         d.used_core += e.cores
@@ -318,6 +329,7 @@ class VGPUDevices(NodeDevices):
 
     def _unapply(self, uid: str, e: Entry) -> None:
         d = self.devices[e.device]
+        self._ordered = None
         d.used_num = max(d.used_num - 1, 0)
         d.used_mem = max(d.used_mem - e.mem, 0)
         d.used_core = max(d.used_core - e.cores, 0)
@@ -428,12 +440,19 @@ class VGPUDevices(NodeDevices):
         return [d for _, _, d in ranked]
 
     def _order(self, policy: str) -> list[GPUDevice]:
+        """``sortedDeviceIndicesByPolicy``; the list is shared until a counter changes: do not mutate it."""
+        cached = self._ordered
+        if cached is not None and cached[0] == policy:
+            return cached[1]
         devs = self.devices
         if policy == BINPACK:
-            return sorted(devs, key=lambda d: (-d.used_mem, d.index))
-        if policy == SPREAD:
-            return sorted(devs, key=lambda d: (d.used_num, d.index))
-        return devs[::-1]  # legacy order: index descending
+            order = sorted(devs, key=_binpack_key)
+        elif policy == SPREAD:
+            order = sorted(devs, key=_spread_key)
+        else:
+            order = devs[::-1]  # legacy order: index descending
+        self._ordered = (policy, order)
+        return order
 
     def _reserved(self, req: VGPURequest, uid: str) -> set[int] | None:
         """GPUs used by pods matching the same exclusivity rule (hami-core nodes only, gpuexclusive.go)."""
@@ -469,6 +488,50 @@ class VGPUDevices(NodeDevices):
                 slot = next(s for s in range(inst.count) if s not in used)
                 return gi, ii, slot
         return None
+
+    def _probe(self, req: VGPURequest, policy: str) -> str | float:
+        """``_fit`` without commit for the common request, without touching a counter: the error or score.
+
+        For ``req.single`` (one container, no UUID filter, no podgroup spread, no exclusivity rule) on a
+        hami-core node (the caller checks).  Within one container every GPU is visited once, so the tentative add on a
+        GPU changes nothing the later GPUs see: the counters after the add are computed, not applied.
+        """
+        if req.mode is not None and req.mode != self.mode:
+            return f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
+        c = req.single
+        nums = c.nums
+        if nums > len(self.devices):
+            return f"no enough gpu cards on node {self.name}"
+        cores, pct = c.cores, c.pct
+        memreq = c.memreq
+        typed = req.use_types is not None or req.nouse_types is not None
+        binpack = policy == BINPACK
+        score = 0.0
+        for d in self._order(policy):
+            if d.number <= d.used_num:
+                continue
+            memory = d.memory
+            if pct != PCT_UNSET:
+                memreq = memory * pct // 100
+            used_core = d.used_core
+            if memory - d.used_mem < memreq or used_core + cores > 100:
+                continue
+            if (cores == 100 and d.used_num > 0) or (used_core == 100 and cores == 0):
+                continue
+            if (DEVICE_TYPE not in d.type) if not typed else not _type_allowed(req, d.type):
+                continue
+            if nums > 0:
+                nums -= 1
+                # _gpu_score after the add: binpack's used memory share; spread and legacy score 0
+                if binpack and memory:
+                    score += 100.0 * (d.used_mem + memreq) / memory
+                else:
+                    score += 0.0
+            if nums == 0:
+                return score
+        if nums > 0:
+            return "not enough gpu fitted on this node"
+        return score  # vgpu-number 0: fits even when no GPU could take the memory (spec E-9)
 
     def _fit(self, task: TaskInfo, req: VGPURequest, policy: str, commit: bool, frag: FragContext | None = None):
         """(entries, per-container [(id, mem, cores)], score) or an error string.
@@ -603,6 +666,12 @@ class VGPUDevices(NodeDevices):
                 return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {out}")
             self._score = (task.uid, out)
             return None
+        if req.single is not None and self.mode == HAMI_CORE:
+            out = self._probe(req, policy)
+            if isinstance(out, str):
+                return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {out}")
+            self._score = (task.uid, out)
+            return None
         res = self._fit(task, req, policy, False)
         if isinstance(res, str):
             return FilterResult(StatusCode.Unschedulable, f"hami-vgpuDeviceSharing error: {res}")
@@ -650,10 +719,8 @@ class VGPUDevices(NodeDevices):
         the pod's own ``vgpu-ids-new`` entries that match this node's GPUs, in milli-units.  As in Volcano
         only the annotation on the pod counts: a pod bound in this session reports its requests until the
         next session sees the annotation."""
-        if self.family.request(task) is None:
-            return None
         ids = pod_annotations(task).get(VGPU_IDS)
-        if ids is None:
+        if ids is None or self.family.request(task) is None:
             return None
         cfg = self.family.config
         res: dict[str, float] = {}
@@ -673,6 +740,14 @@ class VGPUDevices(NodeDevices):
                                  cores_used=d.used_core, slots_used=d.used_num, slots_total=d.number, pods=pods,
                                  health=d.health))
         return out
+
+
+def _binpack_key(d: GPUDevice) -> tuple[int, int]:
+    return -d.used_mem, d.index
+
+
+def _spread_key(d: GPUDevice) -> tuple[int, int]:
+    return d.used_num, d.index
 
 
 def _gpu_score(policy: str, d: GPUDevice) -> float:

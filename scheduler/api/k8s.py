@@ -1079,6 +1079,31 @@ def weighted_resource_score(per_resource, requested: Sequence[int], allocatable:
     return total // wsum if wsum else 0
 
 
+def weighted_resource_score2(per_resource, req0: int, alloc0: int, req1: int, alloc1: int, w0: int, w1: int) -> int:
+    """``weighted_resource_score`` for two resources (cpu, memory), without building sequences."""
+    total = wsum = 0
+    if alloc0 != 0:
+        total += per_resource(req0, alloc0) * w0
+        wsum += w0
+    if alloc1 != 0:
+        total += per_resource(req1, alloc1) * w1
+        wsum += w1
+    return total // wsum if wsum else 0
+
+
+def balanced_resource_score2(req0: int, alloc0: int, req1: int, alloc1: int) -> int:
+    """``balanced_resource_score`` for two resources (cpu, memory): the same arithmetic, no lists."""
+    if alloc0 == 0 or alloc1 == 0:
+        return MAX_NODE_SCORE  # at most one fraction: std 0, int((1 - 0.0) × 100.0)
+    f0 = float(req0) / float(alloc0)
+    f1 = float(req1) / float(alloc1)
+    if f0 > 1:
+        f0 = 1.0
+    if f1 > 1:
+        f1 = 1.0
+    return int((1 - abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE))
+
+
 def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
     """``balancedResourceScorer``: ``(1 − std of the used fractions) × 100``, truncated."""
     fractions = []

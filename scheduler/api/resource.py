@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 from .quantity import format_bytes, format_milli, milli_value, parse_quantity, value
 
@@ -59,17 +60,18 @@ class Resource:
         for name, raw in rl.items():
             if name in ignored:
                 continue
-            q = parse_quantity(raw)
             if name == CPU:
-                r.milli_cpu += milli_value(q)
+                r.milli_cpu += _milli(raw)
             elif name == MEMORY:
-                r.memory += value(q)
+                r.memory += _whole(raw)
             elif name == PODS:
-                n = value(q)
+                n = _whole(raw)
                 r.max_task_num += n
                 r.scalars[PODS] = r.scalars.get(PODS, 0.0) + n
             elif name == EPHEMERAL_STORAGE or is_scalar_resource_name(name):
-                r.scalars[name] = r.scalars.get(name, 0.0) + milli_value(q)
+                r.scalars[name] = r.scalars.get(name, 0.0) + _milli(raw)
+            else:
+                _milli(raw)  # not counted, but a malformed quantity is still an error
         return r
 
     def clone(self) -> "Resource":
@@ -273,3 +275,22 @@ def share(allocated: float, total: float) -> float:
     if total == 0:
         return 0.0 if allocated == 0 else 1.0
     return allocated / total
+
+
+# Quantity strings repeat across pods (every pod of a bench or a Job template): convert each once.
+@lru_cache(maxsize=4096)
+def _milli_text(raw: str) -> int:
+    return milli_value(parse_quantity(raw))
+
+
+@lru_cache(maxsize=4096)
+def _whole_text(raw: str) -> int:
+    return value(parse_quantity(raw))
+
+
+def _milli(raw: object) -> int:
+    return _milli_text(raw) if type(raw) is str else milli_value(parse_quantity(raw))
+
+
+def _whole(raw: object) -> int:
+    return _whole_text(raw) if type(raw) is str else value(parse_quantity(raw))

@@ -27,6 +27,7 @@ from time import perf_counter
 
 from ..api.fit_errors import FitError, FitErrors, Status
 from ..api.node_info import NodeInfo
+from ..api.resource import Resource
 from ..api.task_info import TaskInfo
 from ..api.types import FAILING_CODES, StatusCode
 from .interface import Point
@@ -46,6 +47,20 @@ def num_feasible_nodes_to_find(n: int, percentage: int = 0) -> int:
     return max(n * pct // 100, MINIMUM_FEASIBLE_NODES)
 
 
+def _same(a: Resource, b: Resource) -> bool:
+    """Every dimension ``less_equal`` compares is equal (a missing scalar counts as 0)."""
+    if a.milli_cpu != b.milli_cpu or a.memory != b.memory:
+        return False
+    sa, sb = a.scalars, b.scalars
+    for name, v in sa.items():
+        if sb.get(name, 0.0) != v:
+            return False
+    for name, v in sb.items():
+        if sa.get(name, 0.0) != v:
+            return False
+    return True
+
+
 @dataclass(slots=True)
 class Placement:
     node: NodeInfo
@@ -62,15 +77,35 @@ class NodeSearch:
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.indexes: dict[tuple, ShapeIndex] = {}
+        # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
+        # re-checks the node
+        self._future: list[tuple[int, Resource, bool] | None] = [None] * len(self.nodes)
         # seconds spent in predicates and in scoring, for the per-task stage durations
         self.predicate_time = 0.0
         self.scoring_time = 0.0
 
     # -- predicates ------------------------------------------------------------------
 
+    def future_entry(self, i: int, node: NodeInfo) -> tuple[int, Resource, bool]:
+        """(generation, FutureIdle, FutureIdle == Idle) of ``self.nodes[i]``, computed once per node
+        generation; read the Resource, do not change it."""
+        cached = self._future[i]
+        if cached is not None and cached[0] == node.generation:
+            return cached
+        r = node.future_idle()
+        cached = self._future[i] = (node.generation, r, _same(r, node.idle))
+        return cached
+
+    def future_idle(self, node: NodeInfo) -> Resource:
+        """``node.future_idle()``, cached per node generation; read it, do not change it."""
+        i = node.index
+        if 0 <= i < len(self.nodes) and self.nodes[i] is node:
+            return self.future_entry(i, node)[1]
+        return node.future_idle()
+
     def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         """The allocate predicate: resources against FutureIdle, then the plugins."""
-        short = task.resreq.first_shortfall(node.future_idle())
+        short = task.resreq.first_shortfall(self.future_idle(node))
         if short is not None:
             return [Status(StatusCode.Unschedulable, f"Insufficient {short}")]
         statuses = self.ssn.predicate(task, node)
@@ -238,8 +273,15 @@ class ShapeIndex:
         if self.predicate_only:
             ok = idle = search.predicate_failure(task, node) is None
         else:
-            ok = search.check(task, node) is None
-            idle = ok and task.resreq.less_equal(node.idle)
+            # ``search.check`` inlined, with the FutureIdle it caches
+            resreq = task.resreq
+            _, future, same = search.future_entry(i, node)
+            ok = resreq.first_shortfall(future) is None
+            if ok:
+                statuses = search.ssn.predicate(task, node)
+                ok = not (statuses and any(s.code in FAILING_CODES for s in statuses))
+            # a node whose Idle equals its FutureIdle: fitting one is fitting the other
+            idle = ok and (same or resreq.less_equal(node.idle))
         checked = perf_counter()
         search.predicate_time += checked - started
         self.cnt[v] = 1 if ok else 0
@@ -277,16 +319,30 @@ class ShapeIndex:
         if self.log_pos == len(changes):
             return
         nodes = self.search.nodes
-        best1, best2 = self.best1, self.best2
+        cnt, score, best1, best2, gens = self.cnt, self.score, self.best1, self.best2, self.gens
+        size = self.size
         for i in changes[self.log_pos:]:
             node = nodes[i]
-            if self.gens[i] == node.generation:
+            if gens[i] == node.generation:
                 continue
             self._eval_leaf(task, i, node)
-            v = (self.size + i) >> 1
+            v = (size + i) >> 1
             # Up the tree until nothing above can change: an inner node whose count and best
             # leaves stay the same, and whose best leaves are not leaf i (whose score may have moved).
-            while v and (self._pull(v) or best1[v] == i or best2[v] == i):
+            # (``_pull`` inlined: this loop runs for every re-evaluated leaf of every shape.)
+            while v:
+                l = 2 * v
+                r = l + 1
+                c = cnt[l] + cnt[r]
+                a, b = best1[l], best1[r]
+                b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+                a, b = best2[l], best2[r]
+                b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+                if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
+                    if b1 != i and b2 != i:
+                        break
+                else:
+                    cnt[v], best1[v], best2[v] = c, b1, b2
                 v >>= 1
         self.log_pos = len(changes)
 

@@ -106,6 +106,9 @@ class Session:
         self._fns: dict[Point, dict[str, Callable]] = {p: {} for p in Point}
         self._tiered: dict[Point, list[list[Callable]]] = {}
         self._flat: dict[Point, list[Callable]] = {}
+        # the per (task, node) chains, fixed at open (an enum-keyed lookup per call costs a Python __hash__)
+        self._predicate_fns: tuple[Callable, ...] = ()
+        self._node_order_fns: tuple[Callable, ...] = ()
         self.event_handlers: list[EventHandler] = []
         # per-session scratch space for actions and plugins, by owner name
         self.scratch: dict[str, Any] = {}
@@ -141,6 +144,8 @@ class Session:
                 tiers.append(fns)
             self._tiered[point] = tiers
             self._flat[point] = [fn for t in tiers for fn in t]
+        self._predicate_fns = tuple(self._flat[Point.PREDICATE])
+        self._node_order_fns = tuple(self._flat[Point.NODE_ORDER])
 
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         """Register a plugin's callback for an extension point (``ssn.AddXxxFn``)."""
@@ -306,7 +311,7 @@ class Session:
 
     def predicate(self, task: TaskInfo, node: NodeInfo):
         """The statuses of the first plugin that rejects the node, or None."""
-        for fn in self._flat[Point.PREDICATE]:
+        for fn in self._predicate_fns:
             statuses = fn(task, node)
             if statuses:
                 return statuses
@@ -314,7 +319,7 @@ class Session:
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         score = 0.0
-        for fn in self._flat[Point.NODE_ORDER]:
+        for fn in self._node_order_fns:
             score += fn(task, node)
         return score
 
