@@ -10,10 +10,19 @@ F_n(M) = Σ p_m · F_n(m), where F_n(m) is the node's free GPU capacity that a t
   is below its request; for whole-GPU tasks, every partially used GPU.
 
 (As FGD's simulator: ``GetNodePodFrag`` / ``NodeGpuShareFragAmount``.)  A GPU's free share is
-min(free cores / 100, free memory / memory).  The policy places a task where F grows least: the node
-score is 100 × (1 − (ΔF + g) / S), where ΔF is the change of F caused by the placement, g the GPU
-capacity the task takes (ΔF ≥ −g, so ΔF + g ∈ [0, free capacity]) and S the largest GPU count of a
-node in the session; inside the node, each vGPU goes to the GPU whose use grows F least.  The score is
+min(free cores / 100, free memory / memory).
+
+Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
+as fragment for them, so an unbound task "defragments" by filling the scarce types that the tasks
+bound to them need (on the trace's gpuspec33 variant it then lost to binpack by 75%).  Each GPU in use
+adds ``scarcity(type) × used share`` to F, where ``scarcity`` (below) is how much more the type is
+wanted by the distribution than the average GPU (0 for every type when nothing is bound; weight
+``FragmentationScarcityWeight``, 0 turns it off).
+
+The policy places a task where F grows least: the node score is 100 × (1 − (ΔF + g) / (S (1 + c))),
+where ΔF is the change of F caused by the placement, g the GPU capacity the task takes (ΔF ≥ −g, so
+ΔF + g ∈ [0, free capacity × (1 + c)]), S the largest GPU count of a node in the session and c the
+largest scarcity; inside the node, each vGPU goes to the GPU whose use grows F least.  The score is
 not rounded (binpack/spread are, as in Volcano): whole points would merge placements that differ by
 less than S/100 GPUs.  Tasks without vGPU request are scored too: their CPU and memory can leave a
 node's GPUs unusable.
@@ -346,7 +355,7 @@ def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], .
     """Learn from the session's pods (unless a distribution is given), then the session's scorer.
 
     The family keeps the histogram and the scorer (model and memo) across sessions; the scorer is
-    rebuilt when the distribution drifted or the cluster's largest node changed.
+    rebuilt when the distribution drifted, the cluster's largest node or its GPU count per type changed.
     """
     hist = family.workload
     hist.half_life = half_life
