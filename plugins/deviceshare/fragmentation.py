@@ -93,7 +93,7 @@ class FragmentationModel:
     """F_n(M) for node states under one distribution, memoised by state."""
 
     __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "cpus", "mems", "memo", "_types", "capacity",
-                 "scarcity", "max_scarcity")
+                 "scarcity_weight", "scarcity", "max_scarcity")
 
     def __init__(self, distribution: list[tuple[TaskShape, float]], capacity: dict[str, int] | None = None,
                  scarcity_weight: float = 0.0) -> None:
@@ -117,6 +117,7 @@ class FragmentationModel:
         self.memo: dict[tuple, tuple[float, float]] = {}
         self._types: dict[tuple[int, str], bool] = {}
         self.capacity = dict(capacity or {})
+        self.scarcity_weight = scarcity_weight
         self.scarcity = scarcity(gpu, self.capacity, scarcity_weight)
         self.max_scarcity = max(self.scarcity.values(), default=0.0)
 
@@ -355,7 +356,8 @@ def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], .
     """Learn from the session's pods (unless a distribution is given), then the session's scorer.
 
     The family keeps the histogram and the scorer (model and memo) across sessions; the scorer is
-    rebuilt when the distribution drifted, the cluster's largest node or its GPU count per type changed.
+    rebuilt when the distribution drifted, the cluster's largest node or its GPU count per type changed,
+    or the scarcity weight did (a reloaded conf).
     """
     hist = family.workload
     hist.half_life = half_life
@@ -378,7 +380,7 @@ def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], .
                 capacity[g.type] = capacity.get(g.type, 0) + 1
     scorer = family.scorer
     if (scorer is None or scorer.scale != scale or scorer.model.capacity != capacity
-            or scorer.model.distance(dist) > DRIFT):
+            or scorer.model.scarcity_weight != scarcity_weight or scorer.model.distance(dist) > DRIFT):
         scorer = FragmentationScorer(FragmentationModel(dist, capacity, scarcity_weight), scale)
     else:
         scorer.nodes = {}  # node objects are the session's; states are re-read once per session
