@@ -39,6 +39,7 @@ DEVICE_CONFIG_KEY = "device-config.yaml"
 FRAGMENTATION_WORKLOAD = "deviceshare.FragmentationWorkload"
 FRAGMENTATION_CLASSES = "deviceshare.FragmentationClasses"
 FRAGMENTATION_HALF_LIFE = "deviceshare.FragmentationHalfLife"
+FRAGMENTATION_SCARCITY_WEIGHT = "deviceshare.FragmentationScarcityWeight"
 
 BINPACK = "binpack"
 SPREAD = "spread"
@@ -67,6 +68,8 @@ class DeviceShareArgs:
     frag_workload: tuple[tuple[TaskShape, float], ...] = ()
     frag_classes: int = 32
     frag_half_life: int = 2000
+    # the cost of using a GPU type that tasks bound to few types need (fragmentation.py · scarcity); 0: off
+    frag_scarcity_weight: float = 1.0
 
     @classmethod
     def parse(cls, a: Arguments) -> "DeviceShareArgs":
@@ -85,11 +88,15 @@ class DeviceShareArgs:
             frag_workload=_workload(a),
             frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
             frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
+            frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 1.0),
         )
         if args.frag_classes < 1:
             raise ArgumentError(f"{a.where}.{FRAGMENTATION_CLASSES}: expected >= 1, got {args.frag_classes}")
         if args.frag_half_life < 1:
             raise ArgumentError(f"{a.where}.{FRAGMENTATION_HALF_LIFE}: expected >= 1, got {args.frag_half_life}")
+        if args.frag_scarcity_weight < 0:
+            raise ArgumentError(f"{a.where}.{FRAGMENTATION_SCARCITY_WEIGHT}: expected >= 0, "
+                                f"got {args.frag_scarcity_weight}")
         # Volcano exits the process on these (klog.Fatal); vcsched refuses the configuration
         if args.gpu_sharing and args.gpu_number:
             raise ArgumentError(f"{a.where}.{GPU_NUMBER_ENABLE}: can not define true in both gpu sharing and gpu number")

@@ -10,10 +10,19 @@ F_n(M) = Σ p_m · F_n(m), where F_n(m) is the node's free GPU capacity that a t
   is below its request; for whole-GPU tasks, every partially used GPU.
 
 (As FGD's simulator: ``GetNodePodFrag`` / ``NodeGpuShareFragAmount``.)  A GPU's free share is
-min(free cores / 100, free memory / memory).  The policy places a task where F grows least: the node
-score is 100 × (1 − (ΔF + g) / S), where ΔF is the change of F caused by the placement, g the GPU
-capacity the task takes (ΔF ≥ −g, so ΔF + g ∈ [0, free capacity]) and S the largest GPU count of a
-node in the session; inside the node, each vGPU goes to the GPU whose use grows F least.  The score is
+min(free cores / 100, free memory / memory).
+
+Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
+as fragment for them, so an unbound task "defragments" by filling the scarce types that the tasks
+bound to them need (on the trace's gpuspec33 variant it then lost to binpack by 75%).  Each GPU in use
+adds ``scarcity(type) × used share`` to F, where ``scarcity`` (below) is how much more the type is
+wanted by the distribution than the average GPU (0 for every type when nothing is bound; weight
+``FragmentationScarcityWeight``, 0 turns it off).
+
+The policy places a task where F grows least: the node score is 100 × (1 − (ΔF + g) / (S (1 + c))),
+where ΔF is the change of F caused by the placement, g the GPU capacity the task takes (ΔF ≥ −g, so
+ΔF + g ∈ [0, free capacity × (1 + c)]), S the largest GPU count of a node in the session and c the
+largest scarcity; inside the node, each vGPU goes to the GPU whose use grows F least.  The score is
 not rounded (binpack/spread are, as in Volcano): whole points would merge placements that differ by
 less than S/100 GPUs.  Tasks without vGPU request are scored too: their CPU and memory can leave a
 node's GPUs unusable.
@@ -83,9 +92,11 @@ def _type_ok(use: tuple[str, ...] | None, nouse: tuple[str, ...] | None, gpu_typ
 class FragmentationModel:
     """F_n(M) for node states under one distribution, memoised by state."""
 
-    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "cpus", "mems", "memo", "_types")
+    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "cpus", "mems", "memo", "_types", "capacity",
+                 "scarcity_weight", "scarcity", "max_scarcity")
 
-    def __init__(self, distribution: list[tuple[TaskShape, float]]) -> None:
+    def __init__(self, distribution: list[tuple[TaskShape, float]], capacity: dict[str, int] | None = None,
+                 scarcity_weight: float = 0.0) -> None:
         total = sum(w for _, w in distribution if w > 0)
         dist = [(s, w / total) for s, w in distribution if w > 0] if total > 0 else []
         self.shapes = {s: w for s, w in dist}
@@ -105,6 +116,10 @@ class FragmentationModel:
         self.weights = [w for _, w in dist]
         self.memo: dict[tuple, tuple[float, float]] = {}
         self._types: dict[tuple[int, str], bool] = {}
+        self.capacity = dict(capacity or {})
+        self.scarcity_weight = scarcity_weight
+        self.scarcity = scarcity(gpu, self.capacity, scarcity_weight)
+        self.max_scarcity = max(self.scarcity.values(), default=0.0)
 
     def distance(self, distribution: list[tuple[TaskShape, float]]) -> float:
         """Total variation distance between this model's distribution and another (normalised) one."""
@@ -148,8 +163,14 @@ class FragmentationModel:
     def _compute(self, cl: int, ml: int, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
         frees = [free_share(g) for g in gpus]
         total = sum(frees)
+        # the scarcity cost of the capacity in use (0 without a scarcity weight): see ``scarcity``
+        reserved = 0.0
+        if self.scarcity:
+            sc = self.scarcity
+            for g, f in zip(gpus, frees):
+                reserved += (1.0 - f) * sc.get(g[0], 0.0)
         if total <= 0:
-            return 0.0, 0.0
+            return reserved, 0.0
         usable = []
         for gi in range(len(self.gkeys)):
             n = 0
@@ -167,7 +188,41 @@ class FragmentationModel:
                 continue
             n, unusable = usable[gi]
             frag += w * (total if n < nums else unusable)
-        return frag, total
+        return frag + reserved, total
+
+
+def scarcity(classes: list[tuple[TaskShape, float]], capacity: dict[str, int], weight: float) -> dict[str, float]:
+    """Per GPU type (register TYPE): how much more its capacity is wanted than the average GPU's.
+
+    Every GPU class m (popularity p_m, demand d_m GPUs) is spread over the types it may use (A_m) in
+    proportion to their capacity, so type k expects the demand ρ_k = Σ_{m: k ∈ A_m} p_m d_m / cap(A_m)
+    per GPU.  A class that may use any type adds the same to every ρ_k; classes bound to few types
+    raise theirs.  The excess (ρ_k − min ρ) / mean ρ, times ``weight``, is the cost of one GPU of type
+    k in use, added to F: an unbound task then lands on the type bound tasks need least, and a task
+    bound to several types on the least wanted one.  Empty when ``weight`` is 0 or the types are
+    equally wanted.
+    """
+    if weight <= 0 or len(capacity) < 2:
+        return {}
+    total_cap = sum(capacity.values())
+    rho = dict.fromkeys(capacity, 0.0)
+    demand = 0.0
+    for s, w in classes:
+        share = s.cores if s.cores else (s.pct if s.pct != PCT_UNSET else 0)
+        d = w * s.nums * share / 100
+        allowed = [k for k in capacity if _type_ok(s.use_types, s.nouse_types, k)]
+        cap = sum(capacity[k] for k in allowed)
+        if d <= 0 or cap <= 0:
+            continue
+        demand += d
+        for k in allowed:
+            rho[k] += d / cap
+    if demand <= 0:
+        return {}
+    mean = demand / total_cap
+    low = min(rho.values())
+    out = {k: weight * (r - low) / mean for k, r in rho.items() if r - low > 1e-9 * mean}
+    return out
 
 
 class WorkloadHistogram:
@@ -227,11 +282,13 @@ class FragContext:
 class FragmentationScorer:
     """The policy's per-session view: the model, the score scale, per-node caches and the score memo."""
 
-    __slots__ = ("model", "scale", "nodes", "memo")
+    __slots__ = ("model", "scale", "span", "nodes", "memo")
 
     def __init__(self, model: FragmentationModel, scale: int) -> None:
         self.model = model
         self.scale = max(scale, 1)
+        # the largest ΔF + g: a node's whole free capacity, plus the scarcity cost of using it
+        self.span = self.scale * (1.0 + model.max_scarcity)
         self.nodes: dict[str, tuple[int, tuple[int, int], tuple[GPUState, ...], float, float]] = {}
         self.memo: dict[tuple, Any] = {}
 
@@ -257,9 +314,9 @@ class FragmentationScorer:
         return FragContext(cpu, mem, levels, gpus, f, t)
 
     def score(self, ctx: FragContext, gpus_after: tuple[GPUState, ...]) -> float:
-        """100 × (1 − (ΔF + g) / S), clamped to [0, 100]."""
+        """100 × (1 − (ΔF + g) / (S × (1 + largest scarcity))), clamped to [0, 100]."""
         f, t = self.model.node_frag(ctx.milli_cpu, ctx.memory, gpus_after)
-        growth = (f - ctx.f_before + ctx.t_before - t) / self.scale
+        growth = (f - ctx.f_before + ctx.t_before - t) / self.span
         return 100.0 * (1.0 - min(max(growth, 0.0), 1.0))
 
     def key(self, ctx: FragContext, request: Any) -> tuple:
@@ -295,11 +352,12 @@ def shape_of(task: "TaskInfo", request: Any) -> TaskShape:
 
 
 def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], ...], classes: int,
-                 half_life: float) -> FragmentationScorer:
+                 half_life: float, scarcity_weight: float = 0.0) -> FragmentationScorer:
     """Learn from the session's pods (unless a distribution is given), then the session's scorer.
 
     The family keeps the histogram and the scorer (model and memo) across sessions; the scorer is
-    rebuilt when the distribution drifted or the cluster's largest node changed.
+    rebuilt when the distribution drifted, the cluster's largest node or its GPU count per type changed,
+    or the scarcity weight did (a reloaded conf).
     """
     hist = family.workload
     hist.half_life = half_life
@@ -312,14 +370,18 @@ def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], .
                     hist.observe(task.uid, shape_of(task, family.request(task)))
         dist = hist.distribution(classes)
     scale = 1
+    capacity: dict[str, int] = {}
     for node in ssn.node_list:
         d = node.devices.get(family.key)
         if d is not None:
             d.node = node
             scale = max(scale, len(d.devices))
+            for g in d.devices:
+                capacity[g.type] = capacity.get(g.type, 0) + 1
     scorer = family.scorer
-    if scorer is None or scorer.scale != scale or scorer.model.distance(dist) > DRIFT:
-        scorer = FragmentationScorer(FragmentationModel(dist), scale)
+    if (scorer is None or scorer.scale != scale or scorer.model.capacity != capacity
+            or scorer.model.scarcity_weight != scarcity_weight or scorer.model.distance(dist) > DRIFT):
+        scorer = FragmentationScorer(FragmentationModel(dist, capacity, scarcity_weight), scale)
     else:
         scorer.nodes = {}  # node objects are the session's; states are re-read once per session
     family.scorer = scorer

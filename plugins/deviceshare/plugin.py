@@ -146,7 +146,8 @@ class DeviceSharePlugin(Plugin):
         vgpu = found.get(VGPUFamily.key)
         if self.args.schedule_policy == FRAGMENTATION and vgpu is not None:
             a = self.args
-            self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life)
+            self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life,
+                                      a.frag_scarcity_weight)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)

@@ -14,7 +14,7 @@ from vcsched.framework.effects import Bind
 from vcsched.plugins.deviceshare import device_builder
 from vcsched.plugins.deviceshare.config import DeviceShareArgs
 from vcsched.plugins.deviceshare.fragmentation import (
-    FragmentationModel, FragmentationScorer, TaskShape, WorkloadHistogram,
+    FragmentationModel, FragmentationScorer, TaskShape, WorkloadHistogram, scarcity,
 )
 from vcsched.scheduler import Scheduler
 from vcsched.sim.cluster import SIM_EPOCH, rfc3339
@@ -23,7 +23,7 @@ CARD = 10000  # MiB: a share of s % is s × 100 MiB
 GPU_ALLOC = {"volcano.sh/vgpu-number": "40", "volcano.sh/vgpu-memory": "40000", "volcano.sh/vgpu-cores": "400"}
 
 
-def conf(policy: str, workload: list[dict] | None = None):
+def conf(policy: str, workload: list[dict] | None = None, scarcity: float | None = None):
     text = f"""\
 actions: "enqueue, allocate"
 tiers:
@@ -42,11 +42,13 @@ tiers:
     c = parse_conf(text)
     if workload is not None:
         c.tiers[1][1].arguments.values["deviceshare.FragmentationWorkload"] = workload
+    if scarcity is not None:
+        c.tiers[1][1].arguments.values["deviceshare.FragmentationScarcityWeight"] = scarcity
     return c
 
 
-def node(name: str, gpus: int, cpu: str = "16") -> dict:
-    reg = "".join(f"GPU-{name}-{i},10,{CARD},NVIDIA-T4,true,hami-core:" for i in range(gpus))
+def node(name: str, gpus: int, cpu: str = "16", model: str = "T4") -> dict:
+    reg = "".join(f"GPU-{name}-{i},10,{CARD},NVIDIA-{model},true,hami-core:" for i in range(gpus))
     alloc = {"cpu": cpu, "memory": "64Gi", "pods": "110"}
     if gpus:
         alloc.update(GPU_ALLOC)
@@ -54,9 +56,12 @@ def node(name: str, gpus: int, cpu: str = "16") -> dict:
             "status": {"allocatable": alloc}}
 
 
-def pod(name: str, share: int = 0, cpu: str = "1", node_name: str = "", gpu: str = "") -> tuple[dict, dict]:
+def pod(name: str, share: int = 0, cpu: str = "1", node_name: str = "", gpu: str = "",
+        gpu_type: str = "") -> tuple[dict, dict]:
     """A job of one pod asking ``share`` % of one GPU (memory and cores); bound to ``gpu`` when given."""
     ann = {"scheduling.k8s.io/group-name": name}
+    if gpu_type:
+        ann["nvidia.com/use-gputype"] = gpu_type
     lim = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(share * CARD // 100),
            "volcano.sh/vgpu-cores": str(share)} if share else {}
     if gpu:
@@ -149,6 +154,39 @@ def test_node_fragmentation_by_hand():
     assert (f, free) == (pytest.approx(0.5), pytest.approx(1.0))
 
 
+def test_scarcity_by_hand():
+    """Type k expects ρ_k = Σ_{m may use k} p_m d_m / cap(A_m) per GPU; the cost is (ρ_k − min ρ) / mean ρ."""
+    unbound = TaskShape(1000, 0, 1, 100, 100, 0, None, None)
+    on_t4 = TaskShape(1000, 0, 1, 100, 100, 0, ("T4",), None)
+    two = TaskShape(1000, 0, 2, 100, 100, 0, ("T4", "A10"), None)
+    capacity = {"NVIDIA-T4": 2, "NVIDIA-A10": 2, "NVIDIA-G2": 4}
+    # demand 1 + 1 + 4 = 6 GPUs on 8: mean 0.75; ρ: T4 1/8 + 1/2 + 4/4, A10 1/8 + 4/4, G2 1/8
+    assert scarcity([(unbound, 1), (on_t4, 1), (two, 2)], capacity, 1.0) == {
+        "NVIDIA-T4": pytest.approx(1.5 / 0.75), "NVIDIA-A10": pytest.approx(1.0 / 0.75)}
+    assert scarcity([(unbound, 1), (on_t4, 1)], capacity, 0.0) == {}  # off
+    assert scarcity([(unbound, 1)], capacity, 1.0) == {}  # nothing bound: every type equally wanted
+    # in F: a GPU in use costs its type's scarcity (here a full T4 adds 2 × 0.5 × 1.0)
+    m = FragmentationModel([(unbound, 1), (on_t4, 1)], {"NVIDIA-T4": 1, "NVIDIA-A10": 1}, 1.0)
+    assert m.scarcity == {"NVIDIA-T4": pytest.approx(1.0)}
+    full, idle = ("NVIDIA-T4", 16384, 100, 1, 100, 16384), ("NVIDIA-T4", 16384, 100, 0, 0, 0)
+    assert m.node_frag(8000, 1 << 30, (full,)) == (pytest.approx(1.0), 0.0)
+    assert m.node_frag(8000, 1 << 30, (idle,)) == (pytest.approx(0.0), pytest.approx(1.0))
+
+
+def test_unbound_task_leaves_the_scarce_model_to_bound_tasks():
+    """n1 has an idle T4, n2 an A10 30% used; the workload is 70% tasks, half of them bound to T4.  A 30%
+    task on the A10 leaves 40% nobody can use (ΔF = +0.05), on the T4 ΔF = 0: pure FGD takes the T4,
+    which the bound half needs (T4's ρ is twice the A10's).  With the scarcity cost (0.3 GPU × 1.0) it
+    takes the A10."""
+    nodes = [node("n1", 1), node("n2", 1, model="A10")]
+    pods = [pod("run", 30, node_name="n2", gpu="GPU-n2-0"), pod("new", 30)]
+    seventy = [half(70), {**half(70), "gpuType": "T4"}]
+    assert schedule(conf("fragmentation", seventy, scarcity=0), nodes, pods)["new"].node == "n1"
+    assert schedule(conf("fragmentation", seventy), nodes, pods)["new"].node == "n2"
+    # nothing bound: no scarcity, FGD alone
+    assert schedule(conf("fragmentation", [half(70)]), nodes, pods)["new"].node == "n1"
+
+
 def test_histogram_counts_each_pod_once_decays_and_stays_bounded():
     a, b, c = (TaskShape(i, 0, 1, 10 * i, 10 * i, 0, None, None) for i in (1, 2, 3))
     h = WorkloadHistogram(capacity=2, half_life=1)
@@ -182,6 +220,8 @@ def test_workload_argument_errors_name_the_field():
         parse([{"cpu": "lots", "weight": 1}])
     with pytest.raises(ArgumentError, match="FragmentationClasses: expected >= 1"):
         DeviceShareArgs.parse(Arguments({"deviceshare.FragmentationClasses": 0}, "deviceshare"))
+    with pytest.raises(ArgumentError, match="FragmentationScarcityWeight: expected >= 0"):
+        DeviceShareArgs.parse(Arguments({"deviceshare.FragmentationScarcityWeight": -1}, "deviceshare"))
 
 
 def test_memoised_reasons_name_each_node():
