@@ -1,13 +1,15 @@
 """The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
 controllers as event handlers that call the pure reconcile functions of scheduler/controllers.
 
-- Our Reflectors (source.py: list+watch, 410 relist) feed one ``Informer`` per kind: the store the
-  controllers read (a Job, its pods by the job-name label, its PodGroup, the queues), as Volcano's
-  listers are.  A request costs no API read; only writes (and their conflict re-reads) go out.
-  Handlers run only once every initial list is in (``Dispatcher``: Volcano's WaitForCacheSync), in
-  order per object and concurrently across objects.  What our own writes return (created pods and
-  PodGroups, written Job status) goes into the store at once, so the next request does not act on an
-  older view than the one we wrote; the watch event of that write still reaches the handlers.
+- kopf lists and watches, inside our event loop (``run_controllers``: ``on.event`` handlers only, so no
+  finalizers, diff-base annotations or patches of its own; no posting of its own events; no peering).
+  One ``@kopf.index`` per kind the controllers read (a ``Lister``: a Job, its pods by the job-name label,
+  its PodGroup, the queues, ...), as Volcano's listers are: a request costs no API read; only writes
+  (and their conflict re-reads) go out.  kopf runs no handler before every index has its initial list
+  (Volcano's WaitForCacheSync), and handles each object's events in order, objects concurrently.  What
+  our own writes return (created pods and PodGroups, written Job status) is read at once (``Lister``
+  keeps it until the index catches up), so the next request does not act on an older view than the
+  one we wrote; the watch event of that write still reaches the handlers.
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -100,7 +102,7 @@ def parse_rfc3339(text: str) -> float:
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A watched object (shared with its store) → a copy we may change."""
+    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
     return copy.deepcopy(dict(body))
 
 
@@ -141,7 +143,9 @@ class Lister:
     kopf.Store of objects, what ``index_keys`` files each object under; every object also under
     ``(namespace, name)``) and the objects our own writes returned that the index has not caught up
     with yet (``observe``, ``deleted``): the next request does not act on an older view than the one we
-    wrote. An entry of ours goes once the watch brings that resourceVersion (``seen``)."""
+    wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
+    kopf calls them after the index holds the event; the index function itself may run before, in a
+    thread)."""
 
     def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
         self.name = name  # the kopf index's id: its handlers' kwarg
@@ -154,16 +158,26 @@ class Lister:
         meta = obj.get("metadata") or {}
         return [(meta.get("namespace"), meta.get("name") or ""), *(self._extra(obj) if self._extra else ())]
 
-    def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
-        """The ``@kopf.index`` function: the object under each of its keys."""
+    def filed(self, body: Mapping[str, Any]) -> dict[Key, dict[str, Any]]:
+        """What the index holds for an object: the object under each of its keys."""
         obj = dict(body)
-        self.seen(obj)
         return {k: obj for k in self.keys(obj)}
 
-    def seen(self, obj: Mapping[str, Any]) -> None:
+    async def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
+        """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
+        return self.filed(body)
+
+    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> None:
+        """An event the index holds now: our entries for that object it has caught up with go."""
         key = _ns_name_raw(obj)
+        uid = (obj.get("metadata") or {}).get("uid")
         mine = self._written.get(key)
-        if mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
+        if type_ == "DELETED":
+            if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
+                del self._written[key]
+            if self._gone.get(key) == uid:
+                del self._gone[key]
+        elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
             del self._written[key]
 
     def indexed(self, key: Key) -> list[dict[str, Any]]:
@@ -244,15 +258,16 @@ def _pod_index(pod: Mapping[str, Any]) -> list[Key]:
 
 
 class Controllers:
-    """The handlers (``type`` ADDED, MODIFIED or DELETED, ``body`` the object) and what they share: the
-    stores they read (Informers), per-job locks, the last seen pods and PodGroup phases, timers."""
+    """The handlers (kopf ``on.event``: ``type`` None for the initial listing, ADDED, MODIFIED or DELETED,
+    ``body`` the object) and what they share: the indexes they read (Listers), per-job locks, the last
+    seen pods and PodGroup phases, timers."""
 
     def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
                  metrics: ControllerMetrics | None = None) -> None:
         self.client = client
         self.options = options or ControllerOptions()
         self.metrics = metrics or ControllerMetrics()
-        # what the handlers read: filled by run_controllers' Reflectors (or a test's feed) before they run
+        # what the handlers read: kopf's indexes (``bind``) and our own writes
         self.jobs = Lister("jobs")
         self.pods = Lister("pods", _pod_index)
         self.podgroups = Lister("podgroups", _queue_of_podgroup)  # the queue controller's queue → PodGroups
@@ -609,24 +624,24 @@ class Controllers:
         if current is not None and current.get("data") != obj.get("data"):
             await self.client.request("PUT", path, body={**current, "data": obj.get("data")})
 
-    async def _create(self, path: str, obj: dict[str, Any], informer: Lister | None = None) -> None:
+    async def _create(self, path: str, obj: dict[str, Any], lister: Lister | None = None) -> None:
         try:
             created = await self.client.request("POST", path, body=obj)
-            if informer is not None:
-                informer.observe(created)
+            if lister is not None:
+                lister.observe(created)
         except ApiError as e:
             if e.status != 409:  # AlreadyExists is ignored, as Volcano does
                 raise
 
-    async def _delete(self, path: str, informer: Lister | None = None, ns: str = "", name: str = "") -> None:
+    async def _delete(self, path: str, lister: Lister | None = None, ns: str = "", name: str = "") -> None:
         try:
             gone = await self.client.request("DELETE", path)
         except ApiError as e:
             if e.status != 404:
                 raise
             gone = None
-        if informer is not None:
-            informer.deleted(ns, name, gone)
+        if lister is not None:
+            lister.deleted(ns, name, gone)
 
     async def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
@@ -849,7 +864,7 @@ class Controllers:
             if queue is None:
                 return []
             queues = self.queues.objects
-            count = self.podgroups.count(("queue", name))  # the store's: also those whose events are still queued
+            count = self.podgroups.count(("queue", name))  # the index's: also those whose events are still queued
             # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
             self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or ""
                                                  for pg in self.podgroups.indexed(("queue", name))])
@@ -907,16 +922,19 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
     for group, version, plural, index, handler in WATCHED:
         if index is not None:
             kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
-        if handler is not None:
-            kopf.on.event(group, version, plural, id=f"{plural}-{handler}", registry=registry)(
-                _bound(ctl, getattr(ctl, handler)))
+        if handler is not None or index is not None:  # an index's own on.event: its ``seen``
+            kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
+                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None))
     return registry
 
 
-def _bound(ctl: Controllers, handler: Handler) -> Handler:
+def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> Handler:
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
-        await handler(type=type, body=body)
+        if lister is not None:
+            lister.seen(type, body)
+        if handler is not None:
+            await handler(type=type, body=body)
     return on_event
 
 
