@@ -209,7 +209,7 @@ class Lister:
     @property
     def objects(self) -> dict[str, dict[str, Any]]:
         """A cluster-scoped kind's objects by name."""
-        names = {k[1] for k in self.index if len(k) == 2} | {k[1] for k in self._written}
+        names = {k[1] for k in self.index if len(k) == 2 and k[0] is None} | {k[1] for k in self._written}
         return {n: o for n in names if (o := self.get(None, n)) is not None}
 
     def observe(self, obj: Mapping[str, Any] | None) -> None:

@@ -471,6 +471,13 @@ async def test_the_handlers_under_kopf_start_after_the_initial_lists(api):
     # one initial list per kind (kopf's); every later read came from the indexes
     assert sorted(reads(api, "kopf/")) == INITIAL_LISTS and reads(api) == []
     assert kopf_wrote_nothing(api)
+    # no handler ran before every indexed kind was listed (Commands have a handler only: not waited for)
+    sent = [(r.headers.get("User-Agent", ""), r) for r in api.requests]
+    first_write = next(i for i, (agent, r) in enumerate(sent) if agent.startswith(CONTROLLER_AGENT)
+                       and r.method.value != "GET")
+    listed = {r.resource.plural for agent, r in sent[:first_write] if agent.startswith("kopf/") and r.resource
+              and r.method.value == "GET" and r.params.get("watch") != "true" and r.name is None}
+    assert listed >= {"jobs", "pods", "podgroups", "queues", "replicasets", "statefulsets", "priorityclasses"}
 
 
 @pytest.mark.asyncio
