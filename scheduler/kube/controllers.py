@@ -144,8 +144,9 @@ class Lister:
     ``(namespace, name)``) and the objects our own writes returned that the index has not caught up
     with yet (``observe``, ``deleted``): the next request does not act on an older view than the one we
     wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
-    kopf calls them after the index holds the event; the index function itself may run before, in a
-    thread)."""
+    kopf calls them after the index holds the event; not the index function, whose result kopf stores
+    only after it returned, while other objects' handlers may run).  An object we deleted before its
+    watch event came may show again until its DELETED event, as with Volcano's informers."""
 
     def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
         self.name = name  # the kopf index's id: its handlers' kwarg
