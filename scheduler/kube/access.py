@@ -40,7 +40,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 
 
 # The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector.
-# Their watches (our Reflectors) need no discovery.
+# kopf's watches read only the discovery URLs (/api, /apis) besides, which every authenticated user may read.
 CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
     Access("batch.volcano.sh", "jobs", ("delete",), "TTL garbage collection of finished Jobs (ttlSecondsAfterFinished)"),

@@ -1,13 +1,15 @@
 """The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
 controllers as event handlers that call the pure reconcile functions of scheduler/controllers.
 
-- Our Reflectors (source.py: list+watch, 410 relist) feed one ``Informer`` per kind: the store the
-  controllers read (a Job, its pods by the job-name label, its PodGroup, the queues), as Volcano's
-  listers are.  A request costs no API read; only writes (and their conflict re-reads) go out.
-  Handlers run only once every initial list is in (``Dispatcher``: Volcano's WaitForCacheSync), in
-  order per object and concurrently across objects.  What our own writes return (created pods and
-  PodGroups, written Job status) goes into the store at once, so the next request does not act on an
-  older view than the one we wrote; the watch event of that write still reaches the handlers.
+- kopf lists and watches, inside our event loop (``run_controllers``: ``on.event`` handlers only, so no
+  finalizers, diff-base annotations or patches of its own; no posting of its own events; no peering).
+  One ``@kopf.index`` per kind the controllers read (a ``Lister``: a Job, its pods by the job-name label,
+  its PodGroup, the queues, ...), as Volcano's listers are: a request costs no API read; only writes
+  (and their conflict re-reads) go out.  kopf runs no handler before every index has its initial list
+  (Volcano's WaitForCacheSync), and handles each object's events in order, objects concurrently.  What
+  our own writes return (created pods and PodGroups, written Job status) is read at once (``Lister``
+  keeps it until the index catches up), so the next request does not act on an older view than the
+  one we wrote; the watch event of that write still reaches the handlers.
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import kopf
 import structlog
 
 from ..api.types import GROUP_NAME_ANNOTATION
@@ -43,9 +46,8 @@ from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
-                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
+                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
-from .source import Reflector, object_key
 
 log = structlog.get_logger("vcsched.controllers")
 
@@ -100,7 +102,7 @@ def parse_rfc3339(text: str) -> float:
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A watched object (shared with its store) → a copy we may change."""
+    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
     return copy.deepcopy(dict(body))
 
 
@@ -133,167 +135,146 @@ def _resource_version(obj: Mapping[str, Any]) -> int | None:
         return None
 
 
-Notify = Callable[[str, dict[str, Any]], None]
+Key = tuple[Any, ...]
 
 
-class Informer:
-    """One kind as the controllers read it (a lister): fed by its watch (a Reflector's handler: ``upsert``,
-    ``delete``) and by the objects our own writes return (``observe``). An object never goes back to an
-    older resourceVersion. ``index`` files each object under some values (pods: ``job:<ns>/<job name>``,
-    ``owner:<controller uid>``)."""
+class Lister:
+    """One kind as the controllers read it (Volcano's lister): a kopf in-memory index (``index``: key →
+    kopf.Store of objects, what ``index_keys`` files each object under; every object also under
+    ``(namespace, name)``) and the objects our own writes returned that the index has not caught up
+    with yet (``observe``, ``deleted``): the next request does not act on an older view than the one we
+    wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
+    kopf calls them after the index holds the event; not the index function, whose result kopf stores
+    only after it returned, while other objects' handlers may run).  An object we deleted before its
+    watch event came may show again until its DELETED event, as with Volcano's informers."""
 
-    def __init__(self, kind: Kind, index: Callable[[Mapping[str, Any]], Iterable[str]] | None = None) -> None:
-        self.kind = kind
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.notify: Notify | None = None  # set by run_controllers: the Dispatcher
-        self._index_fn = index
-        self._index: dict[str, set[str]] = {}
+    def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
+        self.name = name  # the kopf index's id: its handlers' kwarg
+        self.index: Mapping[Key, Iterable[Mapping[str, Any]]] = {}  # bound by the handlers (``Controllers.bind``)
+        self._extra = index_keys
+        self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
+        self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
+
+    def keys(self, obj: Mapping[str, Any]) -> list[Key]:
+        meta = obj.get("metadata") or {}
+        return [(meta.get("namespace"), meta.get("name") or ""), *(self._extra(obj) if self._extra else ())]
+
+    def filed(self, body: Mapping[str, Any]) -> dict[Key, dict[str, Any]]:
+        """What the index holds for an object: the object under each of its keys."""
+        obj = dict(body)
+        return {k: obj for k in self.keys(obj)}
+
+    async def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
+        """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
+        return self.filed(body)
+
+    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> None:
+        """An event the index holds now: our entries for that object it has caught up with go."""
+        key = _ns_name_raw(obj)
+        uid = (obj.get("metadata") or {}).get("uid")
+        mine = self._written.get(key)
+        if type_ == "DELETED":
+            if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
+                del self._written[key]
+            if self._gone.get(key) == uid:
+                del self._gone[key]
+        elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
+            del self._written[key]
+
+    def indexed(self, key: Key) -> list[dict[str, Any]]:
+        found: dict[tuple[str | None, str], dict[str, Any]] = {}
+        for obj in self.index.get(key, ()):
+            found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
+        for k, mine in self._written.items():
+            old = found.get(k)
+            if old is not None and (_resource_version(old) or 0) >= (_resource_version(mine) or 0):
+                continue  # the index has caught up
+            if key in self.keys(mine):
+                found[k] = mine
+            elif old is not None:
+                del found[k]  # our write moved it out of this key
+        for k, uid in list(self._gone.items()):
+            obj = found.get(k)
+            if obj is not None and (obj.get("metadata") or {}).get("uid") == uid:
+                del found[k]
+            elif not any(True for _ in self.index.get(k, ())):
+                del self._gone[k]  # the watch brought the deletion
+        return list(found.values())
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self.objects.get(f"{namespace}/{name}" if self.kind.namespaced else name)
+        return next(iter(self.indexed((namespace if namespace else None, name))), None)
 
-    def indexed(self, value: str) -> list[dict[str, Any]]:
-        return [self.objects[k] for k in self._index.get(value, ())]
+    def count(self, key: Key) -> int:
+        return len(self.indexed(key))
 
-    def count(self, value: str) -> int:
-        return len(self._index.get(value, ()))
-
-    def apply(self, type_: str, obj: dict[str, Any]) -> bool:
-        """ADDED / MODIFIED / DELETED (None: the initial list); False when older than what is held."""
-        key = object_key(obj)
-        old = self.objects.get(key)
-        if old is not None:
-            old_rv, new_rv = _resource_version(old), _resource_version(obj)
-            if old_rv is not None and new_rv is not None and new_rv < old_rv:
-                return False
-        if type_ == "DELETED":
-            self.objects.pop(key, None)
-        else:
-            self.objects[key] = obj
-        if self._index_fn is not None:
-            before = set(self._index_fn(old)) if old is not None else set()
-            after = set(self._index_fn(obj)) if type_ != "DELETED" else set()
-            for value in before - after:
-                self._index.get(value, set()).discard(key)
-            for value in after:
-                self._index.setdefault(value, set()).add(key)
-        return True
-
-    def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
-        """Our DELETE succeeded (or found nothing): gone from the store, unless the answer shows the object
-        still there, terminating (a pod's graceful deletion); the watch's DELETED event follows."""
-        meta = (answer or {}).get("metadata") or {}
-        if meta.get("deletionTimestamp") and meta.get("name") == name:
-            self.observe(answer)
-            return
-        key = f"{namespace}/{name}" if self.kind.namespaced else name
-        old = self.objects.get(key)
-        if old is not None:
-            self.apply("DELETED", old)
+    @property
+    def objects(self) -> dict[str, dict[str, Any]]:
+        """A cluster-scoped kind's objects by name."""
+        names = {k[1] for k in self.index if len(k) == 2 and k[0] is None} | {k[1] for k in self._written}
+        return {n: o for n in names if (o := self.get(None, n)) is not None}
 
     def observe(self, obj: Mapping[str, Any] | None) -> None:
         """An object as one of our writes returned it: readable at once (its watch event follows)."""
         if obj and (obj.get("metadata") or {}).get("name") and _resource_version(obj) is not None:
-            self.apply("MODIFIED", dict(obj))
+            key = _ns_name_raw(obj)
+            self._gone.pop(key, None)
+            held = self.get(*key)
+            if held is None or (_resource_version(obj) or 0) >= (_resource_version(held) or 0):
+                self._written[key] = dict(obj)
 
-    # the Reflector's handler
-    def upsert(self, obj: dict[str, Any]) -> None:
-        type_ = "MODIFIED" if object_key(obj) in self.objects else "ADDED"
-        self.apply(type_, obj)
-        if self.notify is not None:  # the handlers see the watch's sequence even when we held a newer one
-            self.notify(type_, obj)
-
-    def delete(self, obj: dict[str, Any]) -> None:
-        self.apply("DELETED", obj)
-        if self.notify is not None:
-            self.notify("DELETED", obj)
-
-
-def _queue_of_podgroup(pg: Mapping[str, Any]) -> tuple[str]:
-    return ((pg.get("spec") or {}).get("queue") or "default",)
+    def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
+        """Our DELETE succeeded (or found nothing): gone, unless the answer shows the object still there,
+        terminating (a pod's graceful deletion); the watch's DELETED event follows."""
+        meta = (answer or {}).get("metadata") or {}
+        if meta.get("deletionTimestamp") and meta.get("name") == name:
+            self.observe(answer)
+            return
+        key = (namespace if namespace else None, name)
+        held = self.get(*key)
+        self._written.pop(key, None)
+        if held is not None:
+            self._gone[key] = (held.get("metadata") or {}).get("uid")
 
 
-def _pod_index(pod: Mapping[str, Any]) -> list[str]:
-    """``job:<ns>/<name>`` (the job-name label) and ``owner:<uid>`` (the controlling owner)."""
+def _ns_name_raw(obj: Mapping[str, Any]) -> tuple[str | None, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace"), meta.get("name") or ""
+
+
+def _queue_of_podgroup(pg: Mapping[str, Any]) -> list[Key]:
+    return [("queue", (pg.get("spec") or {}).get("queue") or "default")]
+
+
+def _pod_index(pod: Mapping[str, Any]) -> list[Key]:
+    """``("job", ns, name)`` (the job-name label) and ``("owner", uid)`` (the controlling owner)."""
     meta = pod.get("metadata") or {}
-    out = []
+    out: list[Key] = []
     name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
     if name:
-        out.append(f"job:{meta.get('namespace') or 'default'}/{name}")
+        out.append(("job", meta.get("namespace") or "default", name))
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") and ref.get("uid"):
-            out.append(f"owner:{ref['uid']}")
+            out.append(("owner", ref["uid"]))
     return out
 
 
-class Dispatcher:
-    """Informer events → handler calls: held until every initial list is in (``open``), then in order per
-    object and concurrently across objects (one slow or retrying job does not hold the others back)."""
-
-    def __init__(self) -> None:
-        self._open = False
-        self._held: list[tuple[Handler, str, dict[str, Any]]] = []
-        self._last: dict[tuple[int, str], asyncio.Task[None]] = {}  # (handler, object key) → its latest call
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def for_handler(self, handler: Handler) -> Notify:
-        return lambda type_, obj: self.submit(handler, type_, obj)
-
-    def submit(self, handler: Handler, type_: str, obj: dict[str, Any]) -> None:
-        if not self._open:
-            self._held.append((handler, type_, obj))
-            return
-        key = (id(handler), object_key(obj))
-        prev = self._last.get(key)
-        task = asyncio.ensure_future(self._call(prev, handler, type_, obj))
-        self._last[key] = task
-        self._tasks.add(task)
-
-        def done(t: asyncio.Task[None]) -> None:
-            self._tasks.discard(t)
-            if self._last.get(key) is t:
-                del self._last[key]
-
-        task.add_done_callback(done)
-
-    def open(self) -> None:
-        self._open = True
-        held, self._held = self._held, []
-        for handler, type_, obj in held:
-            self.submit(handler, type_, obj)
-
-    async def _call(self, prev: asyncio.Task[None] | None, handler: Handler, type_: str,
-                    obj: dict[str, Any]) -> None:
-        if prev is not None:
-            await asyncio.wait([prev])
-        try:
-            await handler(type=type_, body=obj)
-        except Exception:  # a handler bug must not stop the others
-            log.exception("handler failed", type=type_, object=object_key(obj))
-
-    async def close(self) -> None:
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-
 class Controllers:
-    """The handlers (``type`` ADDED, MODIFIED or DELETED, ``body`` the object) and what they share: the
-    stores they read (Informers), per-job locks, the last seen pods and PodGroup phases, timers."""
+    """The handlers (kopf ``on.event``: ``type`` None for the initial listing, ADDED, MODIFIED or DELETED,
+    ``body`` the object) and what they share: the indexes they read (Listers), per-job locks, the last
+    seen pods and PodGroup phases, timers."""
 
     def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
                  metrics: ControllerMetrics | None = None) -> None:
         self.client = client
         self.options = options or ControllerOptions()
         self.metrics = metrics or ControllerMetrics()
-        # what the handlers read: filled by run_controllers' Reflectors (or a test's feed) before they run
-        self.jobs = Informer(JOBS)
-        self.pods = Informer(PODS, index=_pod_index)
-        self.podgroups = Informer(PODGROUPS, index=_queue_of_podgroup)  # the queue controller's queue → PodGroups
-        self.queues = Informer(QUEUES)
-        self.commands = Informer(COMMANDS)
-        self.priority_classes = Informer(PRIORITY_CLASSES)
-        self.workloads = {"ReplicaSet": Informer(REPLICA_SETS), "StatefulSet": Informer(STATEFUL_SETS)}
+        # what the handlers read: kopf's indexes (``bind``) and our own writes
+        self.jobs = Lister("jobs")
+        self.pods = Lister("pods", _pod_index)
+        self.podgroups = Lister("podgroups", _queue_of_podgroup)  # the queue controller's queue → PodGroups
+        self.queues = Lister("queues")
+        self.priority_classes = Lister("priorityclasses")
+        self.workloads = {"ReplicaSet": Lister("replicasets"), "StatefulSet": Lister("statefulsets")}
         self._locks: dict[str, asyncio.Lock] = {}
         self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
         self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
@@ -302,6 +283,17 @@ class Controllers:
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def listers(self) -> list[Lister]:
+        return [self.jobs, self.pods, self.podgroups, self.queues, self.priority_classes, *self.workloads.values()]
+
+    def bind(self, indices: Mapping[str, Any]) -> None:
+        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read."""
+        for lister in self.listers:
+            index = indices.get(lister.name)
+            if index is not None:
+                lister.index = index
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -537,7 +529,7 @@ class Controllers:
     def _job_pods(self, job: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         ns, name = _ns_name(job)
         uid = job["metadata"].get("uid")
-        return {p["metadata"]["name"]: p for p in self.pods.indexed(f"job:{ns}/{name}")
+        return {p["metadata"]["name"]: p for p in self.pods.indexed(("job", ns, name))
                 if (_controller_ref(p, "Job") or {}).get("uid") == uid}
 
     async def carry_out(self, key: str, job: dict[str, Any], req: js.Request, out: js.Outcome) -> None:
@@ -633,24 +625,24 @@ class Controllers:
         if current is not None and current.get("data") != obj.get("data"):
             await self.client.request("PUT", path, body={**current, "data": obj.get("data")})
 
-    async def _create(self, path: str, obj: dict[str, Any], informer: Informer | None = None) -> None:
+    async def _create(self, path: str, obj: dict[str, Any], lister: Lister | None = None) -> None:
         try:
             created = await self.client.request("POST", path, body=obj)
-            if informer is not None:
-                informer.observe(created)
+            if lister is not None:
+                lister.observe(created)
         except ApiError as e:
             if e.status != 409:  # AlreadyExists is ignored, as Volcano does
                 raise
 
-    async def _delete(self, path: str, informer: Informer | None = None, ns: str = "", name: str = "") -> None:
+    async def _delete(self, path: str, lister: Lister | None = None, ns: str = "", name: str = "") -> None:
         try:
             gone = await self.client.request("DELETE", path)
         except ApiError as e:
             if e.status != 404:
                 raise
             gone = None
-        if informer is not None:
-            informer.deleted(ns, name, gone)
+        if lister is not None:
+            lister.deleted(ns, name, gone)
 
     async def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
@@ -824,7 +816,7 @@ class Controllers:
                     PODGROUPS.path(ns, f"podgroup-{uid}"), self.podgroups, ns, f"podgroup-{uid}"))
             return
         # its pods by their controlling owner, then Volcano's label match (Volcano lists by labels alone)
-        pod = first_pod(self.pods.indexed(f"owner:{uid}"), workload_selector(workload))
+        pod = first_pod(self.pods.indexed(("owner", uid)), workload_selector(workload))
         if pod is None or not needs_podgroup(pod, self.options.scheduler_names):
             return
         await self._retrying(f"PodGroup for {workload.get('kind')} {ns}/{name}",
@@ -873,10 +865,10 @@ class Controllers:
             if queue is None:
                 return []
             queues = self.queues.objects
-            count = self.podgroups.count(name)  # the store's: also those whose events are still queued
+            count = self.podgroups.count(("queue", name))  # the index's: also those whose events are still queued
             # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
             self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or ""
-                                                 for pg in self.podgroups.indexed(name)])
+                                                 for pg in self.podgroups.indexed(("queue", name))])
             out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
@@ -904,45 +896,90 @@ class Controllers:
 # -- start-up -------------------------------------------------------------------------------------
 
 
-def informer_handlers(ctl: Controllers) -> list[tuple[Informer, Handler | None]]:
-    """Each kind's store and the handler its events go to (None: only read)."""
-    return [(ctl.queues, ctl.on_queue), (ctl.podgroups, ctl.on_podgroup), (ctl.jobs, ctl.on_job),
-            (ctl.pods, ctl.on_pod), (ctl.commands, ctl.on_command),
-            *((informer, ctl.on_workload) for informer in ctl.workloads.values()), (ctl.priority_classes, None)]
+# (group, version, plural) → the kopf index (a Lister's name, None: none) and the on.event handler (None: none)
+WATCHED: tuple[tuple[str, str, str, str | None, str | None], ...] = (
+    ("scheduling.volcano.sh", "v1beta1", "queues", "queues", "on_queue"),
+    ("scheduling.volcano.sh", "v1beta1", "podgroups", "podgroups", "on_podgroup"),
+    ("batch.volcano.sh", "v1alpha1", "jobs", "jobs", "on_job"),
+    ("", "v1", "pods", "pods", "on_pod"),
+    ("bus.volcano.sh", "v1alpha1", "commands", None, "on_command"),
+    ("apps", "v1", "replicasets", "replicasets", "on_workload"),
+    ("apps", "v1", "statefulsets", "statefulsets", "on_workload"),
+    ("scheduling.k8s.io", "v1", "priorityclasses", "priorityclasses", None),
+)
+
+
+def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistry:
+    """Our own registry (not kopf's global one): a login from our client's configuration, one
+    ``@kopf.index`` per read kind (kopf runs no handler before every index has its initial list) and
+    ``on.event`` handlers (nothing kopf would write: no finalizers, annotations or patches)."""
+    registry = kopf.OperatorRegistry()
+
+    async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
+        return await connection_info(configuration)
+
+    kopf.on.login(registry=registry)(login)
+    listers = {lister.name: lister for lister in ctl.listers}
+    for group, version, plural, index, handler in WATCHED:
+        if index is not None:
+            kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
+        if handler is not None or index is not None:  # an index's own on.event: its ``seen``
+            kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
+                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None))
+    return registry
+
+
+def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> Handler:
+    async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
+        ctl.bind(kwargs)
+        if lister is not None:
+            lister.seen(type, body)
+        if handler is not None:
+            await handler(type=type, body=body)
+    return on_event
+
+
+async def connection_info(cfg: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster; the
+    client's own token refresh hook runs first, as before each of its requests)."""
+    token = await cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
+    scheme, _, value = token.partition(" ")
+    if not value:
+        scheme, value = ("Bearer", token) if token else (None, None)
+    return kopf.ConnectionInfo(server=cfg.host, scheme=scheme, token=value or None,
+                               ca_path=cfg.ssl_ca_cert or None, insecure=not cfg.verify_ssl,
+                               certificate_path=cfg.cert_file or None, private_key_path=cfg.key_file or None,
+                               default_namespace=None)
+
+
+def kopf_settings(watch_timeout: float) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # kopf's own k8s events would need more RBAC; we record Volcano's
+    settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
+    settings.peering.standalone = True
+    settings.peering.clusterwide = True
+    settings.watching.server_timeout = watch_timeout
+    return settings
 
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
                           ready: asyncio.Event | None = None, ctl: Controllers | None = None,
                           watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
-    """Run the controllers until ``stop`` is set, in the calling event loop: one Reflector per kind
-    into its Informer; the handlers start once every initial list is in (``ready`` is set then)."""
+    """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: kopf's ready flag).
+
+    kopf.spawn_tasks, not kopf.operator: kopf.operator ends by waiting for and cancelling every task
+    that was created while it ran — in our process that is the scheduler's too.
+    """
     ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
-    dispatcher = Dispatcher()
-    reflectors = []
-    for informer, handler in informer_handlers(ctl):
-        informer.notify = dispatcher.for_handler(handler) if handler is not None else None
-        reflectors.append(Reflector(client, informer.kind, informer, watch_timeout=watch_timeout))
-    tasks = [asyncio.ensure_future(r.run()) for r in reflectors]
-    stopping = asyncio.ensure_future(stop.wait())
+    registry = build_registry(ctl, client.api.configuration)
+    tasks = await kopf.spawn_tasks(registry=registry, settings=kopf_settings(watch_timeout), standalone=True,
+                                   clusterwide=True, stop_flag=stop, ready_flag=ready)
     try:
-        synced = asyncio.ensure_future(asyncio.gather(*(r.synced.wait() for r in reflectors)))
-        await asyncio.wait([synced, stopping], return_when=asyncio.FIRST_COMPLETED)
-        synced.cancel()
-        if not stop.is_set():
-            log.info("controllers synced", **{r.kind.plural: len(r.store) for r in reflectors})
-            dispatcher.open()
-            if ready is not None:
-                ready.set()
-            await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        for t in tasks:  # a reflector ends only on what it cannot retry: fail loudly, not stop watching quietly
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        stopping.cancel()
         for t in tasks:
             t.cancel()
-        await asyncio.gather(stopping, *tasks, return_exceptions=True)
-        await dispatcher.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await ctl.close()
 
 
@@ -1008,5 +1045,5 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
     return code
 
 
-__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Dispatcher", "Informer",
+__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Lister", "WATCHED", "build_registry",
            "parse_components", "run_controllers"]

@@ -1,7 +1,7 @@
 """The controllers in Kubernetes mode against the kmock API server (tests/kube/apiserver.py).
 
-Most tests deliver the API server's watch events to the stores and handlers one by one, in order
-(``Feed``), so each step is deterministic; some run the Reflectors themselves (``run_controllers``).
+Most tests deliver the API server's watch events to the indexes and handlers one by one, in order
+(``Feed``), so each step is deterministic; some run them under kopf (``run_controllers``).
 The ``api`` fixture checks every request against the access tables.
 """
 
@@ -13,8 +13,7 @@ import contextlib
 import pytest
 import pytest_asyncio
 
-from vcsched.kube.controllers import ControllerOptions, Controllers, informer_handlers, parse_components, \
-    run_controllers
+from vcsched.kube.controllers import WATCHED, ControllerOptions, Controllers, parse_components, run_controllers
 
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, eventually, queue, verb_of
@@ -35,21 +34,54 @@ def command(name: str, action: str, kind: str, target: str, ns: str = "ns") -> d
             "action": action, "target": {"apiVersion": api_version, "kind": kind, "name": target}}
 
 
+class _Store(dict):
+    """A kopf.Store as the listers use it: iterates its objects."""
+
+    def __iter__(self):
+        return iter(self.values())
+
+
 class Feed:
-    """Delivers the API server's events since the last call to the stores and then the handlers, until
-    none is left (what the Reflectors and the Dispatcher do, one event at a time)."""
+    """Delivers the API server's events since the last call to the indexes and then the handlers, until
+    none is left, one event at a time: what kopf does (the same index functions and handlers, indexes
+    as kopf keeps them: key → the objects filed under it, by object), without its batching."""
 
     def __init__(self, api: ApiServer, ctl: Controllers) -> None:
-        self.api, self.pos = api, 0
-        self.handlers = {(i.kind.group, i.kind.plural): (i, h) for i, h in informer_handlers(ctl)}
+        self.api, self.ctl, self.pos = api, ctl, 0
+        listers = {lister.name: lister for lister in ctl.listers}
+        self.watched = {(group, plural): (listers.get(index) if index else None,
+                                          getattr(ctl, handler) if handler else None)
+                        for group, _, plural, index, handler in WATCHED}
+        self.indices: dict[str, dict] = {name: {} for name in listers}
+        self.filed: dict[tuple, list] = {}  # (index, object) → its keys
+        ctl.bind(self.indices)
+
+    def index(self, group: str, plural: str, type_: str, obj: dict) -> None:
+        lister, _ = self.watched[(group, plural)]
+        if lister is None:
+            return
+        meta = obj["metadata"]
+        acckey = (meta.get("namespace"), meta["name"], meta.get("uid"))
+        index = self.indices[lister.name]
+        for k in self.filed.pop((lister.name, acckey), []):
+            index[k].pop(acckey, None)
+            if not index[k]:
+                del index[k]
+        if type_ != "DELETED":
+            filed = lister.filed(obj)
+            for k, v in filed.items():
+                index.setdefault(k, _Store())[acckey] = v
+            self.filed[(lister.name, acckey)] = list(filed)
 
     async def __call__(self) -> None:
         while self.pos < len(self.api.history):
             _, kind, event = self.api.history[self.pos]
             self.pos += 1
-            if kind in self.handlers:
-                informer, handler = self.handlers[kind]
-                informer.apply(event["type"], event["object"])
+            if kind in self.watched:
+                self.index(*kind, event["type"], event["object"])
+                lister, handler = self.watched[kind]
+                if lister is not None:
+                    lister.seen(event["type"], event["object"])
                 if handler is not None:
                     await handler(type=event["type"], body=event["object"])
 
@@ -302,7 +334,7 @@ async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
 
 
 async def run(api: ApiServer, body, watch_timeout: float = 300.0):
-    """``run_controllers`` (Reflectors → Informers → Dispatcher) around ``await body(client)``."""
+    """``run_controllers`` (kopf: indexes, then the on.event handlers) around ``await body(client)``."""
     client = client_for(api, agent=CONTROLLER_AGENT)
     before = asyncio.all_tasks()
     stop, ready = asyncio.Event(), asyncio.Event()
@@ -321,11 +353,25 @@ async def run(api: ApiServer, body, watch_timeout: float = 300.0):
     assert [t for t in left if "/scheduler/kube/" in t.get_coro().cr_code.co_filename] == []  # ours all ended
 
 
-def reads(api: ApiServer) -> list[str]:
-    """The controllers' GET and LIST requests (watches left out)."""
+def reads(api: ApiServer, agent: str = CONTROLLER_AGENT) -> list[str]:
+    """The GET and LIST requests (watches left out) of the controllers' client (``agent="kopf/"``: of kopf)."""
     return [f"{verb_of(r)} {r.url.path}" for r in api.requests
             if r.method.value == "GET" and r.resource and r.params.get("watch") != "true"
-            and r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENT)]
+            and r.headers.get("User-Agent", "").startswith(agent)
+            and len(r.url.path.strip("/").split("/")) > (2 if r.url.path.startswith("/api/") else 3)]  # not discovery
+
+
+def kopf_wrote_nothing(api: ApiServer) -> bool:
+    """kopf only lists and watches: no annotations, finalizers, patches or events of its own."""
+    return [r for r in api.requests if r.headers.get("User-Agent", "").startswith("kopf/")
+            and r.method.value != "GET"] == []
+
+
+INITIAL_LISTS = ["list /api/v1/pods", "list /apis/apps/v1/replicasets", "list /apis/apps/v1/statefulsets",
+                 "list /apis/batch.volcano.sh/v1alpha1/jobs", "list /apis/bus.volcano.sh/v1alpha1/commands",
+                 "list /apis/scheduling.k8s.io/v1/priorityclasses",
+                 "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
+                 "list /apis/scheduling.volcano.sh/v1beta1/queues"]
 
 
 @pytest.mark.asyncio
@@ -406,7 +452,7 @@ async def test_a_pod_whose_owner_cannot_be_read_gets_min_member_one(env):
 
 
 @pytest.mark.asyncio
-async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(api):
+async def test_the_handlers_under_kopf_start_after_the_initial_lists(api):
     api.put(queue("default"))
     api.put(queue("root"))
     early = api.put(job("early"))  # there before the controllers: seen in the initial list
@@ -422,14 +468,22 @@ async def test_the_handlers_under_our_reflectors_start_after_the_initial_lists(a
     watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
     assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
                        "priorityclasses"}
-    lists = [r for r in reads(api) if r.startswith("list")]
-    assert len(lists) == 8  # one initial list per kind; every later read came from the stores
+    # one initial list per kind (kopf's); every later read came from the indexes
+    assert sorted(reads(api, "kopf/")) == INITIAL_LISTS and reads(api) == []
+    assert kopf_wrote_nothing(api)
+    # no handler ran before every indexed kind was listed (Commands have a handler only: not waited for)
+    sent = [(r.headers.get("User-Agent", ""), r) for r in api.requests]
+    first_write = next(i for i, (agent, r) in enumerate(sent) if agent.startswith(CONTROLLER_AGENT)
+                       and r.method.value != "GET")
+    listed = {r.resource.plural for agent, r in sent[:first_write] if agent.startswith("kopf/") and r.resource
+              and r.method.value == "GET" and r.params.get("watch") != "true" and r.name is None}
+    assert listed >= {"jobs", "pods", "podgroups", "queues", "replicasets", "statefulsets", "priorityclasses"}
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("replicas", [4, 24])
 async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, replicas):
-    """Volcano's listers: a request reads the stores, so pod events cost no GET/LIST however many pods."""
+    """Volcano's listers: a request reads kopf's indexes, so pod events cost no GET/LIST however many pods."""
     api.put(queue("default"))
     api.put(queue("root"))
 
@@ -450,15 +504,10 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
                          and status(api).get("running") == replicas, "the job Running")
 
     await run(api, body)
-    # one initial list per kind and nothing else, for 4 pods as for 24: before the stores, each of the
+    # one initial list per kind and nothing else, for 4 pods as for 24: before the indexes, each of the
     # 2×replicas pod events cost a GET of the Job, a LIST of its pods and a GET of its PodGroup. (Our
     # status writes go with the stored resourceVersion, which our own last write refreshed: no 409, no re-read.)
-    assert sorted(reads(api)) == ["list /api/v1/pods", "list /apis/apps/v1/replicasets",
-                                  "list /apis/apps/v1/statefulsets", "list /apis/batch.volcano.sh/v1alpha1/jobs",
-                                  "list /apis/bus.volcano.sh/v1alpha1/commands",
-                                  "list /apis/scheduling.k8s.io/v1/priorityclasses",
-                                  "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
-                                  "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+    assert reads(api) == [] and sorted(reads(api, "kopf/")) == INITIAL_LISTS and kopf_wrote_nothing(api)
 
 
 @pytest.mark.asyncio
@@ -485,7 +534,25 @@ async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_i
         await eventually(lambda: status(api).get("running") == 1, "the pod made behind our back, counted")
 
     await run(api, body, watch_timeout=300.0)
-    assert len([r for r in reads(api) if r.startswith("list")]) > 8  # the relists after 410
+    assert len([r for r in reads(api, "kopf/") if r.startswith("list")]) > 8  # kopf's relists after 410
+
+
+@pytest.mark.asyncio
+async def test_kopf_logs_in_with_the_clients_configuration():
+    from kubernetes.aio import client as kclient
+
+    from vcsched.kube.controllers import connection_info
+
+    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"BearerToken": "abc"},
+                                api_key_prefix={"BearerToken": "Bearer"})
+    cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
+    info = await connection_info(cfg)
+    assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
+        "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
+    cfg = kclient.Configuration(host="https://k8s:6443")
+    cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
+    info = await connection_info(cfg)
+    assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
 
 
 def test_components_flag_is_validated():
@@ -578,12 +645,12 @@ async def test_close_counts_the_stored_podgroups_whose_events_are_still_queued(e
     q1 = api.put(queue("q1"))
     pg = api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                   "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
-    ctl.queues.apply("ADDED", q1)
-    ctl.podgroups.apply("ADDED", pg)  # in the store; its handler has not run yet
+    feed.index(SCHED, "queues", "ADDED", q1)
+    feed.index(SCHED, "podgroups", "ADDED", pg)  # indexed; its handler has not run yet
     cmd = api.put(command("close", "CloseQueue", "Queue", "q1"))
     await ctl.on_command(type="ADDED", body=cmd)
     assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
-    assert [r for r in api.requests if r.method.value == "GET"] == []  # the queue controller reads the stores
+    assert [r for r in api.requests if r.method.value == "GET"] == []  # the queue controller reads the indexes
 
 
 @pytest.mark.asyncio
@@ -664,37 +731,11 @@ async def test_job_plugins_make_their_objects_and_a_kill_removes_them(env):
 
 
 @pytest.mark.asyncio
-async def test_the_dispatcher_holds_events_until_synced_then_keeps_each_objects_order():
-    from vcsched.kube.controllers import Dispatcher
-
-    calls: list[tuple[str, str]] = []
-    gate = asyncio.Event()
-
-    async def handler(type: str, body: dict) -> None:
-        if body["metadata"]["name"] == "slow" and type == "ADDED":
-            await gate.wait()
-        calls.append((body["metadata"]["name"], type))
-
-    d = Dispatcher()
-    notify = d.for_handler(handler)
-    obj = {"metadata": {"name": "slow", "namespace": "ns"}}
-    notify("ADDED", obj)
-    notify("MODIFIED", obj)
-    notify("ADDED", {"metadata": {"name": "fast", "namespace": "ns"}})
-    await asyncio.sleep(0)
-    assert calls == []  # not synced yet
-    d.open()
-    await eventually(lambda: calls == [("fast", "ADDED")], "another object goes past the slow one")
-    gate.set()
-    await eventually(lambda: len(calls) == 3, "the slow object's events")
-    assert calls[1:] == [("slow", "ADDED"), ("slow", "MODIFIED")]
-    await d.close()
-
-
-@pytest.mark.asyncio
 async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api):
     """volcano_queue_pod_group_<phase>_count{queue_name}, as Volcano's queue controller exports them,
     on the one /metrics of ``vcsched run``; a deleted queue's series go."""
+    from collections import Counter
+
     import aiohttp
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -710,7 +751,7 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
                  "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 9, "queue": "q1"},
                  "status": {"phase": phase}})
     client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
-    runtime = Runtime(client, RunOptions(**FAST))
+    runtime = Runtime(client, RunOptions(**{**FAST, "schedule_period": 3600}))
     stop = asyncio.Event()
     task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
 
@@ -723,21 +764,18 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
 
     try:
         await eventually(lambda: runtime.http_port, "serving")
-        want = {"inqueue": 1, "pending": 0, "running": 2, "unknown": 0, "completed": 1}
+        # the scheduler writes PodGroup phases too (here: none of them has pods): the counts must follow
+        # the API's phases, whatever the scheduler made of them (its one session of the hour)
 
-        async def counted() -> bool:
+        async def follows() -> bool:
             got = await scrape()
-            return all(got.get((f"volcano_queue_pod_group_{p}_count", "q1")) == n for p, n in want.items())
+            phases = Counter((pg.get("status") or {}).get("phase") for pg in api.all(SCHED, "podgroups"))
+            return all(got.get((f"volcano_queue_pod_group_{p.lower()}_count", "q1")) == phases.get(p, 0)
+                       for p in ("Inqueue", "Pending", "Running", "Unknown", "Completed"))
 
-        await eventually_async(counted, "q1's PodGroups counted by phase")
-        api.update(SCHED, "podgroups", "ns", "c", {"status": {"phase": "Running"}})
-
-        async def moved() -> bool:
-            got = await scrape()
-            return (got.get(("volcano_queue_pod_group_running_count", "q1")) == 3
-                    and got.get(("volcano_queue_pod_group_inqueue_count", "q1")) == 0)
-
-        await eventually_async(moved, "the phase change counted")
+        await eventually_async(follows, "q1's PodGroups counted by phase")
+        api.update(SCHED, "podgroups", "ns", "c", {"status": {"phase": "Unknown"}})
+        await eventually_async(follows, "the phase change counted")
         api.remove(SCHED, "queues", "", "q1")
 
         async def gone() -> bool:
@@ -752,24 +790,35 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
     assert code == 0
 
 
-def test_an_informer_never_goes_back_and_keeps_its_index_and_our_writes():
-    from vcsched.kube.api import PODS
-    from vcsched.kube.controllers import Informer, _pod_index
+def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
+    from vcsched.kube.controllers import Lister, _pod_index
 
-    def p(rv: int, job: str | None = "j1", **meta) -> dict:
-        return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv),
+    def p(rv: int, job: str | None = "j1", uid: str = "u1", **meta) -> dict:
+        return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv), "uid": uid,
                              "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
 
-    inf = Informer(PODS, index=_pod_index)
-    assert inf.apply("ADDED", p(5))
-    assert not inf.apply("MODIFIED", p(4, "j2"))  # older: refused
-    assert [o["metadata"]["resourceVersion"] for o in inf.indexed("job:ns/j1")] == ["5"]
-    inf.apply("MODIFIED", p(6, "j2"))  # relabelled: moves in the index
-    assert inf.count("job:ns/j1") == 0 and inf.count("job:ns/j2") == 1
-    inf.observe(p(9, "j2"))  # what our write returned
-    inf.apply("MODIFIED", p(7, "j2"))  # the watch catching up: does not undo it
-    assert inf.get("ns", "p")["metadata"]["resourceVersion"] == "9"
-    inf.deleted("ns", "p", p(10, "j2", deletionTimestamp="2026-01-01T00:00:00Z"))  # graceful: still there
-    assert inf.get("ns", "p")["metadata"]["deletionTimestamp"]
-    inf.deleted("ns", "p", None)
-    assert inf.get("ns", "p") is None and inf.count("job:ns/j2") == 0
+    lister = Lister("pods", _pod_index)
+    index: dict = {}
+
+    def watch(obj: dict) -> None:  # what kopf does with an event: the index function's keys → the object
+        for k in list(index):
+            index[k] = [o for o in index[k] if o["metadata"]["uid"] != obj["metadata"]["uid"]]
+        for k, v in lister.filed(obj).items():
+            index.setdefault(k, []).append(v)
+        lister.seen("MODIFIED", obj)
+
+    lister.index = index
+    watch(p(5))
+    assert [o["metadata"]["resourceVersion"] for o in lister.indexed(("job", "ns", "j1"))] == ["5"]
+    lister.observe(p(9, "j2"))  # what our write returned: relabelled, before the watch brings it
+    assert lister.count(("job", "ns", "j1")) == 0 and lister.count(("job", "ns", "j2")) == 1
+    watch(p(7, "j2"))  # the watch not yet caught up: does not undo it
+    assert lister.get("ns", "p")["metadata"]["resourceVersion"] == "9"
+    watch(p(9, "j2"))  # caught up: ours is dropped
+    assert lister._written == {} and lister.get("ns", "p")["metadata"]["resourceVersion"] == "9"
+    lister.deleted("ns", "p", p(10, "j2", deletionTimestamp="2026-01-01T00:00:00Z"))  # graceful: still there
+    assert lister.get("ns", "p")["metadata"]["deletionTimestamp"]
+    lister.deleted("ns", "p", None)
+    assert lister.get("ns", "p") is None and lister.count(("job", "ns", "j2")) == 0
+    lister.observe(p(12, "j2", uid="u2"))  # made again by us under the same name: a new object
+    assert lister.get("ns", "p")["metadata"]["uid"] == "u2"
