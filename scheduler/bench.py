@@ -21,7 +21,7 @@ from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
 from .framework.effects import Bind, Evict, PodGroupStatus
 from .plugins.deviceshare import device_builder
-from .scheduler import Scheduler
+from .scheduler import Scheduler, freeze_heap
 from .sim.cluster import SIM_EPOCH, rfc3339
 
 
@@ -208,6 +208,7 @@ def run(args: argparse.Namespace) -> BenchResult:
     for p in running + pods:
         cache.add_pod(p)
     scheduler = Scheduler(cache, conf)
+    freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
     started = time.perf_counter()
     while placed < len(pods) and cycles < args.max_cycles:

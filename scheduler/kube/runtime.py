@@ -27,7 +27,7 @@ from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, pa
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
 from ..metrics import Metrics
-from ..scheduler import Scheduler
+from ..scheduler import Scheduler, freeze_heap
 from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
@@ -302,6 +302,7 @@ class Runtime:
         self.conf_changed()
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
         await asyncio.gather(*(r.synced.wait() for r, _ in self._device_watches.values()))
+        freeze_heap()  # the cache as first listed: no full collection walks it in every later session
         self.synced.set()
         log.info("caches synced", nodes=len(self.cache.nodes), pods=len(self.cache.tasks),
                  jobs=len(self.cache.jobs), queues=len(self.cache.queues))
