@@ -83,7 +83,8 @@ def run_command(args: Any) -> int:
                 loop.add_signal_handler(sig, stop.set)
             ctl_options = ControllerOptions(scheduler_names=(args.scheduler_name,),
                                             inherit_owner_annotations=args.inherit_owner_annotations == "true")
-            return await run_components(client, controller_client, runtime, stop, ctl_options, elector)
+            return await run_components(client, controller_client, runtime, stop, ctl_options, elector,
+                                        listen=args.listen)
         finally:
             await client.close()
             if controller_client is not None:

@@ -985,16 +985,24 @@ async def run_controllers(client: KubeClient, stop: asyncio.Event, options: Cont
 
 async def run_components(client: KubeClient, controller_client: KubeClient | None, runtime: Any | None,
                          stop: asyncio.Event, options: ControllerOptions | None = None,
-                         elector: Any | None = None) -> int:
+                         elector: Any | None = None, listen: str | None = None) -> int:
     """``vcsched run``: the scheduler ``runtime`` (None: not run) and, with a ``controller_client``, the
     controllers, in this event loop. Exit code as the Runtime's: 0 on stop, 1 when leadership is lost.
 
     With leader election the controllers run only while this replica leads: the scheduler's elector
     when the scheduler runs, else ``elector`` (a LeaderElector of the controllers' own Lease).
+    The controllers' metrics go on the scheduler's /metrics; run alone, they get their own on ``listen``.
     """
+    from .runtime import serve_http
+
     ctl_stop = asyncio.Event()
     leader = runtime.elector if runtime is not None else elector
     tasks: list[asyncio.Task[Any]] = []
+    if runtime is not None:
+        metrics = ControllerMetrics(runtime.scheduler.metrics.registry)
+    else:
+        metrics = ControllerMetrics()
+    http = await serve_http(metrics.registry, listen) if runtime is None and listen else None
 
     async def controllers() -> int:
         if controller_client is None:
@@ -1007,8 +1015,6 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
-        # the queue controller's series on the scheduler's /metrics when it runs here
-        metrics = ControllerMetrics(runtime.scheduler.metrics.registry) if runtime is not None else None
         await run_controllers(controller_client, ctl_stop, options, metrics=metrics)
         return 1 if leader is not None and leader.lost.is_set() else 0
 
@@ -1042,6 +1048,8 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
         await asyncio.gather(stopper, ctl_task, *tasks, return_exceptions=True)
         if runtime is None and leader is not None:
             await leader.release()
+        if http is not None:
+            await http.cleanup()
     return code
 
 

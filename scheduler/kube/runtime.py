@@ -63,6 +63,26 @@ class RunOptions:
     shutdown_grace: float = 20.0
 
 
+async def serve_http(registry: Any, listen: str) -> web.AppRunner:
+    """/metrics (``registry`` in Prometheus' text format) and /healthz on ``listen``; the caller cleans up."""
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, port = parse_listen(listen)
+    await web.TCPSite(runner, host, port).start()
+    log.info("serving /metrics and /healthz", listen=f"{host}:{runner.addresses[0][1]}")
+    return runner
+
+
 class ConfError2(Exception):
     """``--scheduler-conf`` unreadable or invalid at start: exit 2."""
 
@@ -240,24 +260,8 @@ class Runtime:
     async def _start_http(self) -> None:
         if not self.options.listen:
             return
-        registry = self.scheduler.metrics.registry
-
-        async def metrics(_: web.Request) -> web.Response:
-            return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-        async def healthz(_: web.Request) -> web.Response:
-            return web.Response(text="ok")
-
-        app = web.Application()
-        app.router.add_get("/metrics", metrics)
-        app.router.add_get("/healthz", healthz)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        host, port = parse_listen(self.options.listen)
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
+        self._runner = await serve_http(self.scheduler.metrics.registry, self.options.listen)
         self.http_port = self._runner.addresses[0][1]
-        log.info("serving /metrics and /healthz", listen=f"{host}:{self.http_port}")
 
     # -- the loop -------------------------------------------------------------------------------
 

@@ -790,6 +790,49 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
     assert code == 0
 
 
+
+@pytest.mark.asyncio
+async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
+    """``--components controllers``: no scheduler runtime, so the controllers serve /metrics on --listen."""
+    import socket
+
+    import aiohttp
+
+    from vcsched.kube.controllers import run_components
+
+    with socket.socket() as s:  # a free port for the listener
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api.put(queue("q1"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "a", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"},
+             "status": {"phase": "Running"}})
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, None, stop, ControllerOptions(),
+                                              listen=f"127.0.0.1:{port}"))
+
+    async def get(path: str) -> str:
+        try:
+            async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}{path}") as r:
+                return await r.text()
+        except aiohttp.ClientConnectionError:
+            return ""
+
+    async def counted() -> bool:
+        return 'volcano_queue_pod_group_running_count{queue_name="q1"} 1.0' in await get("/metrics")
+
+    try:
+        await eventually_async(counted, "q1's running PodGroup on the controllers' own /metrics")
+        assert await get("/healthz") == "ok"
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+    assert await get("/healthz") == ""  # the listener is closed on stop
+
 def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
     from vcsched.kube.controllers import Lister, _pod_index
 
