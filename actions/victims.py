@@ -26,7 +26,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES
-from vcsched.framework.node_search import NodeSearch, ShapeIndex, num_feasible_nodes_to_find
+from vcsched.framework.node_search import NodeSearch, ShapeIndex
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement
 
@@ -106,7 +106,7 @@ class CandidateNodes:
         if n == 0:
             return []
         ssn = self.ssn
-        k = num_feasible_nodes_to_find(n)
+        k = ssn.state.nodes_to_find.count(n)
         start = ssn.state.next_start_node % n
         feasible: list[NodeInfo] = []
         processed = 0

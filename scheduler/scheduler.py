@@ -10,15 +10,16 @@ from .cache import Cache
 from .conf import SchedulerConfiguration
 from .framework.effects import Effect
 from .framework.registry import action_classes, plugin_classes
-from .framework.session import SchedulerState, Session, Snapshot
+from .framework.session import NodesToFind, SchedulerState, Session, Snapshot
 from .metrics import Metrics
 
 
 class Scheduler:
-    def __init__(self, cache: Cache, conf: SchedulerConfiguration, metrics: Metrics | None = None) -> None:
+    def __init__(self, cache: Cache, conf: SchedulerConfiguration, metrics: Metrics | None = None,
+                 nodes_to_find: NodesToFind = NodesToFind()) -> None:
         self.cache = cache
         self.conf = conf
-        self.state = SchedulerState()
+        self.state = SchedulerState(nodes_to_find=nodes_to_find)
         self.metrics = metrics or Metrics()
         self._plugins = plugin_classes()
         self._actions = action_classes()

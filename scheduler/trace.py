@@ -38,9 +38,8 @@ from typing import Any
 from .cache import Cache
 from .conf import ConfError, SchedulerConfiguration, parse_conf
 from .framework.effects import Bind
-from .framework.node_search import NodeSearch
 from .framework.registry import action_classes, plugin_classes
-from .framework.session import SchedulerState, Session
+from .framework.session import NodesToFind, SchedulerState, Session
 from .plugins.deviceshare import device_builder
 from .plugins.deviceshare.config import FRAGMENTATION, SCHEDULE_POLICY, VGPU_ENABLE
 from .plugins.deviceshare.fragmentation import FragmentationModel, TaskShape
@@ -390,7 +389,9 @@ class Replay:
         for n in nodes:
             self.cache.add_node(node_manifest(n))
         self.capacity = sum(n.gpus for n in nodes)
-        self.state = SchedulerState()
+        # Volcano's --percentage-nodes-to-find=100: every node is examined for every task, so that the
+        # policies, not the search window, decide (the default would stop at ~41% of 1,213 nodes)
+        self.state = SchedulerState(nodes_to_find=NodesToFind(percentage=100))
         self.plugins = plugin_classes()
         self.actions = action_classes()
         self.sessions = 0
@@ -411,11 +412,6 @@ class Replay:
         ssn = Session(self.cache.snapshot(), self.conf, self.plugins, self.state,
                       now=SIM_EPOCH + self.sessions, uid=f"trace-{self.sessions}")
         ssn.open()
-        # Volcano's --percentage-nodes-to-find=100: every node is examined for every task, so that the
-        # policies, not the search window, decide (the default would stop at ~41% of 1,213 nodes)
-        search = NodeSearch(ssn)
-        search.k = len(search.nodes)
-        ssn.scratch["node_search"] = search
         for name in self.conf.actions:
             self.actions[name]().execute(ssn)
         effects = ssn.close()

@@ -33,19 +33,6 @@ from ..api.types import FAILING_CODES, StatusCode
 from .interface import Point
 from .session import Session
 
-MINIMUM_FEASIBLE_NODES = 100
-MINIMUM_PERCENTAGE_NODES_TO_FIND = 5
-
-
-def num_feasible_nodes_to_find(n: int, percentage: int = 0) -> int:
-    """``CalculateNumOfFeasibleNodesToFind``."""
-    if n <= MINIMUM_FEASIBLE_NODES or percentage >= 100:
-        return n
-    pct = percentage
-    if pct <= 0:
-        pct = max(50 - n // 125, MINIMUM_PERCENTAGE_NODES_TO_FIND)
-    return max(n * pct // 100, MINIMUM_FEASIBLE_NODES)
-
 
 def _same(a: Resource, b: Resource) -> bool:
     """Every dimension ``less_equal`` compares is equal (a missing scalar counts as 0)."""
@@ -73,7 +60,7 @@ class NodeSearch:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.nodes = ssn.node_list
-        self.k = num_feasible_nodes_to_find(len(self.nodes))
+        self.k = ssn.state.nodes_to_find.count(len(self.nodes))
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.indexes: dict[tuple, ShapeIndex] = {}

@@ -48,11 +48,31 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class NodesToFind:
+    """How many feasible nodes a task's search looks for: Volcano's ``--minimum-feasible-nodes``,
+    ``--minimum-percentage-nodes-to-find`` and ``--percentage-nodes-to-find`` (0: adaptive)."""
+
+    minimum: int = 100
+    minimum_percentage: int = 5
+    percentage: int = 0
+
+    def count(self, n: int) -> int:
+        """``CalculateNumOfFeasibleNodesToFind`` for ``n`` nodes."""
+        if n <= self.minimum or self.percentage >= 100:
+            return n
+        pct = self.percentage
+        if pct <= 0:
+            pct = max(50 - n // 125, self.minimum_percentage)
+        return max(n * pct // 100, self.minimum)
+
+
 @dataclass(slots=True)
 class SchedulerState:
-    """What outlives a session: the rotating start of the feasible-node search."""
+    """What outlives a session: the rotating start of the feasible-node search, and its options."""
 
     next_start_node: int = 0
+    nodes_to_find: NodesToFind = NodesToFind()
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:

@@ -27,12 +27,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--inherit-owner-annotations", nargs="?", const="true", default="true", choices=("true", "false"),
                    help="PodGroups of bare pods inherit their owners' annotations, group-min-member "
                         "included (Volcano's flag; default true)")
+    # the feasible-node search, with Volcano's flags and defaults
+    p.add_argument("--minimum-feasible-nodes", type=int, default=100,
+                   help="the minimum number of feasible nodes to find and score (default 100)")
+    p.add_argument("--minimum-percentage-nodes-to-find", type=int, default=5,
+                   help="the minimum percentage of nodes to find and score (default 5)")
+    p.add_argument("--percentage-nodes-to-find", type=int, default=0,
+                   help="the percentage of nodes to find and score; <= 0: from the cluster size (default 0)")
     p.set_defaults(run=run_command, log_level="info")
 
 
 def run_command(args: Any) -> int:
     """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost or the root/default queue
     cannot be created, 2 on bad flags or conf."""
+    from ..framework.session import NodesToFind
     from .controllers import ControllerOptions, parse_components
     from .runtime import RunOptions, parse_duration, parse_listen
 
@@ -47,7 +55,9 @@ def run_command(args: Any) -> int:
                          scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
                          configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,
                          lease_name=args.lease_name, lease_namespace=args.lease_namespace,
-                         default_queue=args.default_queue)
+                         default_queue=args.default_queue,
+                         nodes_to_find=NodesToFind(args.minimum_feasible_nodes, args.minimum_percentage_nodes_to_find,
+                                                   args.percentage_nodes_to_find))
 
     async def main() -> int:
         from .api import KubeClient, load_configuration

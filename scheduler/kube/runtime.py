@@ -26,6 +26,7 @@ from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
+from ..framework.session import NodesToFind
 from ..metrics import Metrics
 from ..scheduler import Scheduler, freeze_heap
 from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
@@ -41,6 +42,7 @@ CONF_KEY = "volcano-scheduler.conf"
 class RunOptions:
     scheduler_name: str = "volcano"
     default_queue: str = "default"
+    nodes_to_find: NodesToFind = NodesToFind()
     queue_init_attempts: int = 60  # creating root / the default queue, as Volcano: 60 tries, 1 s apart
     queue_init_interval: float = 1.0
     schedule_period: float = 1.0
@@ -207,7 +209,7 @@ class Runtime:
         metrics = Metrics()
         self.feeder = CacheFeeder(self.cache, metrics)
         self.conf_source = ConfSource(self)
-        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics)
+        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find)
         self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
                              bind_workers=options.bind_workers, retry=options.retry)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
