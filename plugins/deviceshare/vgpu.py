@@ -525,8 +525,6 @@ class VGPUDevices(NodeDevices):
                 # _gpu_score after the add: binpack's used memory share; spread and legacy score 0
                 if binpack and memory:
                     score += 100.0 * (d.used_mem + memreq) / memory
-                else:
-                    score += 0.0
             if nums == 0:
                 return score
         if nums > 0:
