@@ -488,28 +488,32 @@ class NPUDevices(NodeDevices):
         self._verdicts.clear()
         if self.chips is None:
             return  # cache level: no chips (Volcano's cache object has none either)
+        vnpu = len(parts) == 2
+        for chip, res in self._charges(parts, value):
+            chip.add(res)
+            if vnpu and not self.model.whole_card(res.aicore):
+                chip.segment = True
+            chip.update_dvpp(res.dvpp)
+            chip.pods.append(task.key)
+
+    def _charges(self, parts: list[str], value: str) -> list[tuple[VChip, VResource]]:
+        """The chips an ``npu-core`` value names and what each is charged: ``CHIP-TEMPLATE`` one vNPU
+        of the template's resource, ``0,1`` whole chips."""
         m = self.model
         if len(parts) == 2:
             # vcsched charges the template's resource: Volcano charges the pod's un-downgraded
             # request here and the template from the next session on, so its ledger drifts
-            res = self._template_resource(template)
-            chip = self.chips.get(atoi(parts[0])) if str(atoi(parts[0])) == parts[0] else None
-            if chip is not None and res is not None:
-                chip.add(res)
-                if not m.whole_card(res.aicore):
-                    chip.segment = True
-                chip.update_dvpp(res.dvpp)
-                chip.pods.append(task.key)
-            return
+            res = self._template_resource(parts[1])
+            chip = self._chip(parts[0])
+            return [(chip, res)] if chip is not None and res is not None else []
         if m.chip_num == 0:
-            return
+            return []
         per = VResource(m.core_per_chip, m.total_cpu // m.chip_num, DVPP_NULL)
-        for item in value.split(","):
-            chip = self.chips.get(atoi(item)) if str(atoi(item)) == item else None
-            if chip is not None:
-                chip.add(per)
-                chip.update_dvpp(per.dvpp)
-                chip.pods.append(task.key)
+        return [(chip, per) for chip in map(self._chip, value.split(",")) if chip is not None]
+
+    def _chip(self, text: str) -> VChip | None:
+        """The chip a decimal id names (Go's Atoi round trip: ``01`` or ``1x`` name none)."""
+        return self.chips.get(atoi(text)) if str(atoi(text)) == text else None
 
     def remove_pod(self, task: TaskInfo) -> None:
         if not requests_device(task):
@@ -530,25 +534,13 @@ class NPUDevices(NodeDevices):
         self._verdicts.clear()
         if self.chips is None:
             return
-        m = self.model
-        if len(parts) == 2:
-            res = self._template_resource(template)
-            chip = self.chips.get(atoi(parts[0])) if str(atoi(parts[0])) == parts[0] else None
-            if chip is not None and res is not None:
-                chip.sub(res)
+        vnpu = len(parts) == 2
+        for chip, res in self._charges(parts, value):
+            chip.sub(res)
+            if vnpu:
                 chip.reset_dvpp(res.dvpp)
-                if task.key in chip.pods:
-                    chip.pods.remove(task.key)
-            return
-        if m.chip_num == 0:
-            return
-        per = VResource(m.core_per_chip, m.total_cpu // m.chip_num, DVPP_NULL)
-        for item in value.split(","):
-            chip = self.chips.get(atoi(item)) if str(atoi(item)) == item else None
-            if chip is not None:
-                chip.sub(per)
-                if task.key in chip.pods:
-                    chip.pods.remove(task.key)
+            if task.key in chip.pods:
+                chip.pods.remove(task.key)
 
     def holds(self, uid: str) -> bool:
         return uid in self.allocation
