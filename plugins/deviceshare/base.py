@@ -124,6 +124,12 @@ def pod_annotations(task: TaskInfo) -> Mapping[str, str]:
     return ((task.pod.get("metadata") or {}).get("annotations")) or {}
 
 
+def release_keys(task: TaskInfo, bind_phase: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The annotation keys a release drops from the Binding, for the kinds that speak HAMi's bind
+    protocol: none once the device plugin has marked ``bind_phase`` success (it owns them then)."""
+    return () if pod_annotations(task).get(bind_phase) == "success" else keys
+
+
 def annotation(task: TaskInfo, key: str) -> str | None:
     """An annotation this session wrote, else the pod's own."""
     v = task.pod_annotations.get(key)

@@ -37,7 +37,7 @@ from vcsched.api.types import StatusCode
 
 from .base import (
     AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, limits,
-    pod_annotations, quantity, requests,
+    pod_annotations, quantity, release_keys, requests,
 )
 from .config import BINPACK, SPREAD, VNPUConfig
 
@@ -510,9 +510,7 @@ class AscendHAMiDevices(NodeDevices):
 
     def release(self, task: TaskInfo) -> tuple[str, ...]:
         self.remove_pod(task)
-        if pod_annotations(task).get(BIND_PHASE) == "success":
-            return ()  # the device plugin owns the annotations now
-        return self.family.release_keys
+        return release_keys(task, BIND_PHASE, self.family.release_keys)
 
     def describe(self) -> list[DeviceUse]:
         out = []

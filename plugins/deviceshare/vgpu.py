@@ -30,7 +30,7 @@ from vcsched.api.types import StatusCode
 
 from .base import (
     AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, group_key, limits,
-    pod_annotations, quantity, requests,
+    pod_annotations, quantity, release_keys, requests,
 )
 from .config import BINPACK, FRAGMENTATION, SPREAD, MigGeometry, NvidiaConfig
 from .fragmentation import FragContext, FragmentationScorer, WorkloadHistogram
@@ -708,9 +708,7 @@ class VGPUDevices(NodeDevices):
 
     def release(self, task: TaskInfo) -> tuple[str, ...]:
         self.remove_pod(task)
-        if pod_annotations(task).get(BIND_PHASE) == "success":
-            return ()  # the device plugin owns the annotations now
-        return RELEASE_KEYS
+        return release_keys(task, BIND_PHASE, RELEASE_KEYS)
 
     def queue_resource(self, task: TaskInfo) -> dict[str, float] | None:
         """``AddQueueResource`` (spec §6.3.9): the queue counts the granted memory and cores, summed over
