@@ -9,7 +9,11 @@ T4 = "NVIDIA-Tesla T4"
 
 
 def conf(**args) -> str:
-    arguments = {"deviceshare.VGPUEnable": True, **args}
+    return deviceshare_conf({"deviceshare.VGPUEnable": True, **args})
+
+
+def deviceshare_conf(arguments: dict) -> str:
+    """The scenarios' conf: the default tiers with nodeorder, and deviceshare with ``arguments``."""
     return f"""
 actions: "enqueue, allocate, backfill"
 tiers:

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from .conftest import podgroup
-from .test_deviceshare import TWO_A100, gpu_node, mem, vgpu_pod
+from .test_deviceshare import TWO_A100, deviceshare_conf, gpu_node, mem, vgpu_pod
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "examples"
 
@@ -49,22 +49,7 @@ data:
 
 
 def conf(**args) -> str:
-    arguments = {"deviceshare.AscendHAMiVNPUEnable": True, **args}
-    return f"""
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: deviceshare
-    arguments: {json.dumps(arguments)}
-"""
+    return deviceshare_conf({"deviceshare.AscendHAMiVNPUEnable": True, **args})
 
 
 def npu_node(name: str, cw: str, devices: list[dict], register: str | None = None, hami_core: str | None = None,
