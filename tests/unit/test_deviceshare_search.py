@@ -4,13 +4,12 @@ import argparse
 
 import pytest
 
-from vcsched.bench import GPU_SCHEDULER_CONF, build_cluster
-from vcsched.cache import Cache
+from vcsched.bench import GPU_SCHEDULER_CONF
 from vcsched.conf import parse_conf
 from vcsched.framework.effects import Bind
 from vcsched.framework.node_search import NodeSearch
-from vcsched.plugins.deviceshare import device_builder
-from vcsched.scheduler import Scheduler
+
+from .bench_cluster import run_cycles
 
 
 def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int) -> list[tuple[str, str, str]]:
@@ -20,31 +19,8 @@ def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int) -> l
                               gang_size=gang, cpu="250m,1", memory="512Mi,2Gi", seed=3, gpus_per_node=2,
                               gpu_model="NVIDIA-Tesla T4", gpu_memory=16384, gpu_split=4,
                               gpu_request_mix="2048:10,4096:30,8192:0,12000:50,16384:100")
-    node_objs, pgs, pod_objs = build_cluster(args)
-    conf = parse_conf(GPU_SCHEDULER_CONF)
-    cache = Cache(devices=device_builder(conf, {}))
-    cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
-    for obj in node_objs:
-        cache.add_node(obj)
-    for obj in pgs:
-        cache.add_podgroup(obj)
-    by_key = {}
-    for obj in pod_objs:
-        cache.add_pod(obj)
-        by_key[obj["metadata"]["name"]] = obj
-    scheduler = Scheduler(cache, conf)
-    out = []
-    for c in range(2):
-        for e in scheduler.run_once(now=float(c), uid=f"s{c}"):
-            if isinstance(e, Bind):
-                ids = e.annotations["volcano.sh/vgpu-ids-new"]
-                out.append((e.name, e.node, ids))
-                pod = by_key[e.name]
-                pod["spec"]["nodeName"] = e.node
-                pod["status"]["phase"] = "Running"
-                pod["metadata"]["annotations"].update(e.annotations)
-                cache.update_pod(pod)
-    return out
+    effects = run_cycles(args, parse_conf(GPU_SCHEDULER_CONF))
+    return [(e.name, e.node, e.annotations["volcano.sh/vgpu-ids-new"]) for e in effects if isinstance(e, Bind)]
 
 
 @pytest.mark.parametrize("nodes, pods, gang", [(60, 500, 1), (30, 300, 3)])

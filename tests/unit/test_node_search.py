@@ -4,13 +4,14 @@ import argparse
 
 import pytest
 
-from vcsched.bench import build_cluster
 from vcsched.cache import Cache
 from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
 from vcsched.framework.effects import Bind
 from vcsched.framework.node_search import NodeSearch
 from vcsched.framework.session import NodesToFind
 from vcsched.scheduler import Scheduler
+
+from .bench_cluster import run_cycles
 
 
 @pytest.mark.parametrize("n, expected", [(50, 50), (100, 100), (1000, 420), (5000, 500), (10000, 500), (200, 100)])
@@ -34,28 +35,8 @@ def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int, cycl
         monkeypatch.setattr(NodeSearch, "shareable", lambda self, task: False)
     args = argparse.Namespace(nodes=nodes, node_cpu="8", node_memory="16Gi", node_pods=20, pods=pods,
                               gang_size=gang, cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7)
-    node_objs, pgs, pod_objs = build_cluster(args)
-    cache = Cache()
-    cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
-    for obj in node_objs:
-        cache.add_node(obj)
-    for obj in pgs:
-        cache.add_podgroup(obj)
-    by_key = {}
-    for obj in pod_objs:
-        cache.add_pod(obj)
-        by_key[obj["metadata"]["name"]] = obj
-    scheduler = Scheduler(cache, parse_conf(DEFAULT_SCHEDULER_CONF))
-    out = []
-    for c in range(cycles):
-        for e in scheduler.run_once(now=float(c), uid=f"s{c}"):
-            if isinstance(e, Bind):
-                out.append((e.name, e.node))
-                pod = by_key[e.name]
-                pod["spec"]["nodeName"] = e.node
-                pod["status"]["phase"] = "Running"
-                cache.update_pod(pod)
-    return out
+    effects = run_cycles(args, parse_conf(DEFAULT_SCHEDULER_CONF), cycles)
+    return [(e.name, e.node) for e in effects if isinstance(e, Bind)]
 
 
 @pytest.mark.parametrize("nodes, pods, gang", [(150, 900, 1), (260, 1200, 4), (40, 400, 10)])

@@ -12,12 +12,11 @@ import json
 
 import pytest
 
-from vcsched.bench import GPU_SCHEDULER_CONF, build_cluster
-from vcsched.cache import Cache
+from vcsched.bench import GPU_SCHEDULER_CONF
 from vcsched.conf import parse_conf
 from vcsched.framework.effects import Bind, PodCondition
-from vcsched.plugins.deviceshare import device_builder
-from vcsched.scheduler import Scheduler
+
+from .bench_cluster import run_cycles
 
 # requests: memory share, exclusive cards (cores 100), core-less pods, and memory the cards cannot hold
 MIX = "2048:10,4096:30,8192:0,12000:50,40960:100,0:0,50000:10"
@@ -28,31 +27,13 @@ def decisions(policy: str) -> list:
                               cpu="250m,500m,1,2", memory="512Mi,1Gi,2Gi,4Gi", seed=1, gpus_per_node=4,
                               gpu_model="NVIDIA-NVIDIA A100-PCIE-40GB", gpu_memory=40960, gpu_split=10,
                               gpu_request_mix=MIX)
-    node_objs, pgs, pod_objs = build_cluster(args)
     conf = parse_conf(GPU_SCHEDULER_CONF.replace("SchedulePolicy: binpack", f"SchedulePolicy: {policy}"))
-    cache = Cache(devices=device_builder(conf, {}))
-    cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
-    for obj in node_objs:
-        cache.add_node(obj)
-    for obj in pgs:
-        cache.add_podgroup(obj)
-    by_name = {}
-    for obj in pod_objs:
-        cache.add_pod(obj)
-        by_name[obj["metadata"]["name"]] = obj
-    scheduler = Scheduler(cache, conf)
     out = []
-    for c in range(2):
-        for e in scheduler.run_once(now=float(c), uid=f"s{c}"):
-            if isinstance(e, Bind):
-                out.append(["bind", e.name, e.node, sorted(e.annotations.items())])
-                pod = by_name[e.name]
-                pod["spec"]["nodeName"] = e.node
-                pod["status"]["phase"] = "Running"
-                pod["metadata"].setdefault("annotations", {}).update(e.annotations)
-                cache.update_pod(pod)
-            elif isinstance(e, PodCondition):
-                out.append(["pending", e.name, e.reason, e.message])
+    for e in run_cycles(args, conf):
+        if isinstance(e, Bind):
+            out.append(["bind", e.name, e.node, sorted(e.annotations.items())])
+        elif isinstance(e, PodCondition):
+            out.append(["pending", e.name, e.reason, e.message])
     return out
 
 

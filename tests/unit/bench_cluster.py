@@ -1,0 +1,41 @@
+"""A ``vcsched bench`` cluster driven session by session, for tests that compare decisions."""
+
+from __future__ import annotations
+
+import argparse
+
+from vcsched.bench import build_cluster
+from vcsched.cache import Cache
+from vcsched.conf import SchedulerConfiguration
+from vcsched.framework.effects import Bind, Effect
+from vcsched.plugins.deviceshare import device_builder
+from vcsched.scheduler import Scheduler
+
+
+def run_cycles(args: argparse.Namespace, conf: SchedulerConfiguration, cycles: int = 2) -> list[Effect]:
+    """``build_cluster(args)`` in a cache, ``cycles`` sessions; each Bind is applied as the cluster
+    would (the pod Running on its node, with the Binding's annotations). Every effect, in order."""
+    node_objs, pgs, pod_objs = build_cluster(args)
+    cache = Cache(devices=device_builder(conf, {}))
+    cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for obj in node_objs:
+        cache.add_node(obj)
+    for obj in pgs:
+        cache.add_podgroup(obj)
+    by_name = {}
+    for obj in pod_objs:
+        cache.add_pod(obj)
+        by_name[obj["metadata"]["name"]] = obj
+    scheduler = Scheduler(cache, conf)
+    out: list[Effect] = []
+    for c in range(cycles):
+        effects = scheduler.run_once(now=float(c), uid=f"s{c}")
+        out.extend(effects)
+        for e in effects:
+            if isinstance(e, Bind):
+                pod = by_name[e.name]
+                pod["spec"]["nodeName"] = e.node
+                pod["status"]["phase"] = "Running"
+                pod["metadata"].setdefault("annotations", {}).update(e.annotations)
+                cache.update_pod(pod)
+    return out
