@@ -10,7 +10,15 @@ F_n(M) = Σ p_m · F_n(m), where F_n(m) is the node's free GPU capacity that a t
   is below its request; for whole-GPU tasks, every partially used GPU.
 
 (As FGD's simulator: ``GetNodePodFrag`` / ``NodeGpuShareFragAmount``.)  A GPU's free share is
-min(free cores / 100, free memory / memory).
+min(free cores / 100, free memory / memory).  ``vcsched bench --trace`` reports this measure.
+
+The policy asks one step more: not what one task of class m cannot use, but what a stream of them
+cannot use.  The node's idle CPU and memory feed k_m such tasks, each taking d_m GPUs (its share of
+one GPU, or its whole GPUs), so F_n(m) = free − min(free capacity m may use, k_m · d_m).  FGD alone
+sees a node with 8 free GPUs and 12 idle cores as whole for a task of 1 GPU and 11 cores, and lets
+CPU-only tasks take the CPU of half-used GPU nodes (on the openb trace 38 GPUs then ended idle on
+nodes with 1-3 idle cores); with the stream, every core taken from GPUs that need it costs its share.
+When the CPU feeds enough tasks, the two measures agree.
 
 Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
 as fragment for them, so an unbound task "defragments" by filling the scarce types that the tasks
@@ -33,14 +41,14 @@ the vGPU device family (it outlives sessions).  Each session uses the top ``Frag
 shapes plus the most popular shape of every GPU-model constraint outside them, renormalised; the model is rebuilt only when that distribution has drifted (total variation
 > 5%), so the memo of node fragmentation by node state survives across sessions.
 
-Speed: F is memoised by node state (CPU and memory reduced to the class thresholds they pass, and
-the sorted GPU usage), a node's F before a placement is cached by node generation, and a task's
+Speed: F is memoised by node state (CPU and memory reduced to the tasks of each class request they
+feed, and the sorted GPU usage), a node's F before a placement is cached by node generation, and a task's
 verdict and score on a node are memoised by (request, node state).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +86,11 @@ def free_share(g: GPUState) -> float:
     return f if f > 0 else 0.0
 
 
+def gpu_share(s: TaskShape) -> float:
+    """The share of one GPU a task class takes per vGPU: its cores, else its memory percentage."""
+    return (s.cores if s.cores else (s.pct if s.pct != PCT_UNSET else 100)) / 100
+
+
 def _type_ok(use: tuple[str, ...] | None, nouse: tuple[str, ...] | None, gpu_type: str) -> bool:
     if "NVIDIA" not in gpu_type:
         return False
@@ -92,25 +105,37 @@ def _type_ok(use: tuple[str, ...] | None, nouse: tuple[str, ...] | None, gpu_typ
 class FragmentationModel:
     """F_n(M) for node states under one distribution, memoised by state."""
 
-    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "cpus", "mems", "memo", "_types", "capacity",
-                 "scarcity_weight", "scarcity", "max_scarcity")
+    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "demands", "caps", "memo", "_types", "capacity",
+                 "scarcity_weight", "scarcity", "max_scarcity", "streams")
 
     def __init__(self, distribution: list[tuple[TaskShape, float]], capacity: dict[str, int] | None = None,
-                 scarcity_weight: float = 0.0) -> None:
+                 scarcity_weight: float = 0.0, streams: int = 0) -> None:
+        """``streams``: 0 for FGD's measure (what one task of a class cannot use); else the largest GPU
+        count of a node, and F counts what a stream of a class's tasks cannot use (see the module)."""
         total = sum(w for _, w in distribution if w > 0)
         dist = [(s, w / total) for s, w in distribution if w > 0] if total > 0 else []
         self.shapes = {s: w for s, w in dist}
         self.cpu_only = sum(w for s, w in dist if s.nums == 0)
         gpu = [(s, w) for s, w in dist if s.nums > 0]
-        self.cpus = sorted({s.milli_cpu for s, _ in gpu})
-        self.mems = sorted({s.memory for s, _ in gpu})
+        # the distinct (CPU, memory) requests of the GPU classes; a node's level for each (``levels``) is
+        # how many such tasks its idle CPU and memory hold
+        demands: dict[tuple[float, float], int] = {}
         gkeys: dict[tuple, int] = {}
         classes = []
         for s, w in gpu:
             gk = (s.cores, s.pct, s.memreq, s.use_types, s.nouse_types)
             gi = gkeys.setdefault(gk, len(gkeys))
-            # fits CPU iff the node's level (count of class thresholds it passes) exceeds this rank
-            classes.append((w, gi, s.nums, self.cpus.index(s.milli_cpu), self.mems.index(s.memory)))
+            di = demands.setdefault((s.milli_cpu, s.memory), len(demands))
+            # GPUs one task takes (whole GPUs, or its share of one); infinite for FGD's one-task measure
+            demand = s.nums * gpu_share(s) if streams else math.inf
+            classes.append((w, gi, s.nums, di, demand))
+        self.streams = streams
+        self.demands = list(demands)
+        # a level stops counting where the node's GPUs bind first (FGD: 1, the task fits or not)
+        smallest = [math.inf] * len(demands)
+        for _, _, _, di, demand in classes:
+            smallest[di] = min(smallest[di], demand)
+        self.caps = [math.ceil(streams / d) if streams and d > 0 else 1 for d in smallest]
         self.gkeys = list(gkeys)
         self.classes = classes
         self.weights = [w for _, w in dist]
@@ -128,17 +153,25 @@ class FragmentationModel:
         keys = self.shapes.keys() | other.keys()
         return 0.5 * sum(abs(self.shapes.get(k, 0.0) - other.get(k, 0.0)) for k in keys)
 
-    def levels(self, milli_cpu: float, memory: float) -> tuple[int, int]:
-        return bisect_right(self.cpus, milli_cpu), bisect_right(self.mems, memory)
+    def levels(self, milli_cpu: float, memory: float) -> tuple[int, ...]:
+        """How many tasks of each distinct (CPU, memory) request the idle CPU and memory hold (capped)."""
+        out = []
+        for (c, m), k in zip(self.demands, self.caps):
+            if c > 0:
+                k = min(k, int(milli_cpu // c))
+            if m > 0:
+                k = min(k, int(memory // m))
+            out.append(k if k > 0 else 0)
+        return tuple(out)
 
     def node_frag(self, milli_cpu: float, memory: float, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
         """(F, free GPU capacity) of a node with this idle CPU/memory and these GPUs (sorted states)."""
-        cl, ml = self.levels(milli_cpu, memory)
-        key = (cl, ml, gpus)
+        lv = self.levels(milli_cpu, memory)
+        key = (lv, gpus)
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        out = self._compute(cl, ml, gpus)
+        out = self._compute(lv, gpus)
         if len(self.memo) >= MEMO_LIMIT:
             self.memo.clear()
         self.memo[key] = out
@@ -160,7 +193,7 @@ class FragmentationModel:
             ok = self._types[k] = _type_ok(use, nouse, gpu_type)
         return ok
 
-    def _compute(self, cl: int, ml: int, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
+    def _compute(self, lv: tuple[int, ...], gpus: tuple[GPUState, ...]) -> tuple[float, float]:
         frees = [free_share(g) for g in gpus]
         total = sum(frees)
         # the scarcity cost of the capacity in use (0 without a scarcity weight): see ``scarcity``
@@ -182,12 +215,17 @@ class FragmentationModel:
                     unusable += f
             usable.append((n, unusable))
         frag = self.cpu_only * total
-        for w, gi, nums, cr, mr in self.classes:
-            if cr >= cl or mr >= ml:
+        for w, gi, nums, di, demand in self.classes:
+            k = lv[di]
+            n, unusable = usable[gi]
+            if k == 0 or n < nums:
                 frag += w * total
                 continue
-            n, unusable = usable[gi]
-            frag += w * (total if n < nums else unusable)
+            # the tasks use the GPUs they may use as far as the idle CPU and memory feed them
+            # (FGD: demand is infinite, F is the unusable capacity)
+            usable_free = total - unusable
+            fed = k * demand
+            frag += w * (total - (usable_free if usable_free < fed else fed))
         return frag + reserved, total
 
 
@@ -381,7 +419,7 @@ def open_session(family, ssn: "Session", given: tuple[tuple[TaskShape, float], .
     scorer = family.scorer
     if (scorer is None or scorer.scale != scale or scorer.model.capacity != capacity
             or scorer.model.scarcity_weight != scarcity_weight or scorer.model.distance(dist) > DRIFT):
-        scorer = FragmentationScorer(FragmentationModel(dist, capacity, scarcity_weight), scale)
+        scorer = FragmentationScorer(FragmentationModel(dist, capacity, scarcity_weight, streams=scale), scale)
     else:
         scorer.nodes = {}  # node objects are the session's; states are re-read once per session
     family.scorer = scorer

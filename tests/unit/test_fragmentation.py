@@ -122,6 +122,18 @@ def test_cpu_only_task_goes_where_it_strands_no_gpu():
     assert schedule(conf("binpack"), nodes, pods)["cpu"].node == "n1"
 
 
+def test_cpu_only_task_keeps_the_cpu_that_feeds_idle_gpus():
+    """n1 has 2 idle GPUs and 4 CPUs, enough for the two whole-GPU tasks of 2 CPUs the workload holds;
+    n2's GPU is full.  A 1-CPU task without GPU on n1 leaves one whole-GPU task fitting there, so FGD's
+    one-task measure sees no change on either node (and n1, first, would win); a stream of whole-GPU
+    tasks loses one GPU on n1 and nothing on n2."""
+    nodes = [node("n1", 2, cpu="4"), node("n2", 1, cpu="4")]
+    whole = {"cpu": "2", "vgpuNumber": 1, "vgpuCores": 100, "vgpuMemory": CARD, "weight": 1}
+    pods = [pod("run", 100, cpu="0", node_name="n2", gpu="GPU-n2-0"), pod("cpu", 0, cpu="1")]
+    assert schedule(conf("fragmentation", [whole]), nodes, pods)["cpu"].node == "n2"
+    assert schedule(conf("binpack"), nodes, pods)["cpu"].node == "n1"
+
+
 def test_learned_distribution_without_a_given_one():
     """Learned online from the pods of the session: 30% tasks (running and pending) and a 70% one.  The
     pending 30% task goes to n2, keeping n1's 70% free for the 70% task; with 30% tasks alone the two
@@ -152,6 +164,30 @@ def test_node_fragmentation_by_hand():
     # an idle card: whole and half fit, CPU-only and V100-only do not use it
     f, free = m.node_frag(8000, 1 << 30, (("NVIDIA-T4", 16384, 100, 0, 0, 0),))
     assert (f, free) == (pytest.approx(0.5), pytest.approx(1.0))
+
+
+def test_stream_fragmentation_by_hand():
+    """The policy's measure: F(m) = free − min(free capacity m may use, k_m × d_m), k_m the tasks of m
+    the idle CPU and memory feed.  FGD's (streams=0) only asks whether one task fits."""
+    whole = TaskShape(2000, 0, 1, 100, 100, 0, None, None)
+    third = TaskShape(3000, 0, 1, 30, 30, 0, None, None)
+    idle = ("NVIDIA-T4", 16384, 100, 0, 0, 0)
+    four = (idle,) * 4
+    fgd = FragmentationModel([(whole, 1), (third, 1)])
+    stream = FragmentationModel([(whole, 1), (third, 1)], streams=4)
+    # 5 CPUs: two whole-GPU tasks (2 of 4 GPUs fed) and one 30% task (0.3 of 4)
+    assert fgd.node_frag(5000, 1 << 30, four) == (pytest.approx(0.0), pytest.approx(4.0))
+    assert stream.node_frag(5000, 1 << 30, four)[0] == pytest.approx((4 - 2 + 4 - 0.3) / 2)
+    # enough CPU for every GPU: the measures agree (whole: 4 tasks; 30%: 14 tasks ≥ 4 GPUs' worth)
+    assert stream.node_frag(42000, 1 << 30, four)[0] == pytest.approx(0.0)
+    # the level counts at most what the largest node's GPUs hold: ceil(4 / 0.3) = 14 tasks of 30%
+    assert stream.levels(1e9, 1 << 30) == (4, 14)
+    assert fgd.levels(1e9, 1 << 30) == (1, 1)
+    # a 30% task uses a GPU with 70% free, not one with 20% free; the stream is capped by what it may use
+    gpus = tuple(sorted([("NVIDIA-T4", 16384, 100, 1, 80, 0), ("NVIDIA-T4", 16384, 100, 1, 30, 0)]))
+    f, free = stream.node_frag(42000, 1 << 30, gpus)
+    assert free == pytest.approx(0.9)
+    assert f == pytest.approx((0.9 + 0.2) / 2)  # whole: nothing usable; 30%: the 20% sliver
 
 
 def test_scarcity_by_hand():
