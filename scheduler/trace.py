@@ -31,6 +31,7 @@ import os
 import random
 import sys
 import time
+from bisect import bisect_left, insort
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -310,6 +311,8 @@ class TraceReport:
     seed: int
     node_search: str
     policies: list[PolicyReport]
+    # GPUs left unallocated at 100% arrived demand by a clairvoyant offline packing (``offline_unallocated``)
+    offline_unallocated: float = 0.0
 
     def at(self, policy: str, percent: int) -> StepReport | None:
         for p in self.policies:
@@ -360,6 +363,39 @@ def batches(arrived: list[TraceTask], capacity_milli: int,
     if not out or out[-1][0] < len(arrived):
         out.append((len(arrived), ()))
     return out
+
+
+def offline_unallocated(arrived: list[TraceTask], gpus: int) -> float:
+    """GPUs a clairvoyant offline packing leaves unallocated: best-fit decreasing of the GPU shares of the
+    tasks arrived by 100% of capacity into ``gpus`` cards.  It knows every task in advance and ignores
+    CPU, memory, node boundaries and GPU models, so no scheduler bound by them and by arrival order should
+    expect to do better by much; it is the yardstick for the policies' unallocated GPUs."""
+    capacity_milli = gpus * MILLI
+    done = next((end for end, steps in batches(arrived, capacity_milli) if 100 in steps), len(arrived))
+    items: list[int] = []
+    for t in arrived[:done]:
+        if t.num_gpu > 1:
+            items.extend([MILLI] * t.num_gpu)  # whole cards, wherever they are
+        elif t.num_gpu:
+            items.append(t.gpu_milli)
+    room = {MILLI: gpus}  # cards by free thousandths
+    free = [MILLI]  # sorted keys of room
+    allocated = 0
+    for size in sorted(items, reverse=True):
+        i = bisect_left(free, size)
+        if i == len(free):
+            continue  # fails
+        left = free[i]
+        room[left] -= 1
+        if not room[left]:
+            del room[left], free[i]
+        rest = left - size
+        if rest not in room:
+            room[rest] = 0
+            insort(free, rest)
+        room[rest] += 1
+        allocated += size
+    return round(gpus - allocated / MILLI, 2)
 
 
 def trace_conf(policy: str, base: str | None = None) -> SchedulerConfiguration:
@@ -516,6 +552,8 @@ def render_table(reports: list[TraceReport]) -> str:
                         f"{s.fragmentation_gpus:>7.1f} {100 * s.fragmentation_rate:>5.1f}%")
             lines.append(row)
         lines.append("wall: " + ", ".join(f"{p.policy} {p.wall_seconds}s ({p.sessions} sessions)" for p in r.policies))
+        lines.append(f"offline yardstick at 100% arrived: best-fit decreasing of the GPU shares, every task known, "
+                     f"CPU/memory/nodes/models ignored, leaves {r.offline_unallocated:.1f} GPUs unallocated")
         base = r.at("binpack", 100)
         if base is not None:
             for p in r.policies:
@@ -586,7 +624,7 @@ def run_trace(args) -> int:
         reports.append(TraceReport(
             trace=trace_dir, pods=f, nodes=len(nodes), gpus=gpus, seed=args.seed,
             node_search=f"all {len(nodes)} nodes examined per task (Volcano --percentage-nodes-to-find=100)",
-            policies=reps))
+            policies=reps, offline_unallocated=offline_unallocated(arrivals(tasks, gpus * MILLI, args.seed), gpus)))
     if args.output == "json":
         print(json.dumps([asdict(r) for r in reports], sort_keys=True))
     else:

@@ -13,7 +13,8 @@ import pytest
 
 from vcsched.cli import main
 from vcsched.trace import (
-    MILLI, Replay, TraceError, arrivals, batches, read_nodes, read_tasks, replay, trace_conf, trace_model,
+    MILLI, Replay, TraceError, TraceTask, arrivals, batches, offline_unallocated, read_nodes, read_tasks, replay,
+    trace_conf, trace_model,
 )
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
@@ -71,6 +72,19 @@ def test_replay_ledger_matches_the_task_accounting_for_every_policy():
         assert r.failed >= 1  # d cannot fit beside a: both ask idle T4s
 
 
+def test_offline_yardstick_is_best_fit_decreasing_up_to_100_percent():
+    """Two cards; shares 0.3, 0.6, 0.2, 0.6, 0.4 arrive (2.1 GPUs: 100% is reached by the fifth).  Largest
+    first, each into the fullest card it fits: 0.6 | 0.6, then 0.4 fills the first, 0.3 the second, and 0.2
+    fails: 0.1 GPU unallocated.  A task arriving after 100% is not counted; whole GPUs count as cards."""
+    def task(name: str, milli: int, num: int = 1) -> TraceTask:
+        return TraceTask(name, 1000, 1024, num, milli if num == 1 else 0, (), 0)
+    arrived = [task("a", 300), task("b", 600), task("c", 200), task("d", 600), task("e", 400), task("late", 100)]
+    assert offline_unallocated(arrived, 2) == pytest.approx(0.1)
+    # tiny trace: a (1), b (0.5), c (CPU), d (2 whole) by 100%: 1 + 1 + 1 fill the 3 cards, b fails
+    assert offline_unallocated(read_tasks(TASKS), 3) == 0.0
+    assert offline_unallocated([task("w", 0, 2), task("h", 500)], 3) == pytest.approx(0.5)
+
+
 def test_cli_table_json_and_plot(tmp_path, capsys):
     png = tmp_path / "trace.png"
     assert main(["bench", "--trace", TINY, "--policy", "binpack", "--policy", "fragmentation", "-o", "json",
@@ -78,10 +92,12 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert [p["policy"] for p in out[0]["policies"]] == ["binpack", "fragmentation"]
     assert out[0]["gpus"] == 3 and "all 2 nodes" in out[0]["node_search"]
+    assert out[0]["offline_unallocated"] == 0.0
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["bench", "--trace", TINY, "--pods", "small", "--policy", "spread"]) == 0
     table = capsys.readouterr().out
     assert "openb_pod_list_small.csv" in table and "130%" in table
+    assert "offline yardstick at 100% arrived" in table
 
 
 @pytest.mark.parametrize("args, message", [
