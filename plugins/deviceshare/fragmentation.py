@@ -106,7 +106,7 @@ class FragmentationModel:
     """F_n(M) for node states under one distribution, memoised by state."""
 
     __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "demands", "caps", "memo", "_types", "capacity",
-                 "scarcity_weight", "scarcity", "max_scarcity", "streams")
+                 "scarcity_weight", "scarcity", "max_scarcity")
 
     def __init__(self, distribution: list[tuple[TaskShape, float]], capacity: dict[str, int] | None = None,
                  scarcity_weight: float = 0.0, streams: int = 0) -> None:
@@ -129,7 +129,6 @@ class FragmentationModel:
             # GPUs one task takes (whole GPUs, or its share of one); infinite for FGD's one-task measure
             demand = s.nums * gpu_share(s) if streams else math.inf
             classes.append((w, gi, s.nums, di, demand))
-        self.streams = streams
         self.demands = list(demands)
         # a level stops counting where the node's GPUs bind first (FGD: 1, the task fits or not)
         smallest = [math.inf] * len(demands)
