@@ -105,8 +105,8 @@ def _type_ok(use: tuple[str, ...] | None, nouse: tuple[str, ...] | None, gpu_typ
 class FragmentationModel:
     """F_n(M) for node states under one distribution, memoised by state."""
 
-    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "demands", "caps", "memo", "_types", "capacity",
-                 "scarcity_weight", "scarcity", "max_scarcity")
+    __slots__ = ("shapes", "weights", "cpu_only", "gkeys", "classes", "demands", "caps", "memo", "level_memo",
+                 "gpu_memo", "_types", "capacity", "scarcity_weight", "scarcity", "max_scarcity")
 
     def __init__(self, distribution: list[tuple[TaskShape, float]], capacity: dict[str, int] | None = None,
                  scarcity_weight: float = 0.0, streams: int = 0) -> None:
@@ -138,7 +138,10 @@ class FragmentationModel:
         self.gkeys = list(gkeys)
         self.classes = classes
         self.weights = [w for _, w in dist]
+        # F by (levels, GPU states); levels by idle (CPU, memory); what each class may use by GPU states
         self.memo: dict[tuple, tuple[float, float]] = {}
+        self.level_memo: dict[tuple[float, float], tuple[int, ...]] = {}
+        self.gpu_memo: dict[tuple[GPUState, ...], tuple[float, float, list[tuple[int, float]]]] = {}
         self._types: dict[tuple[int, str], bool] = {}
         self.capacity = dict(capacity or {})
         self.scarcity_weight = scarcity_weight
@@ -154,6 +157,9 @@ class FragmentationModel:
 
     def levels(self, milli_cpu: float, memory: float) -> tuple[int, ...]:
         """How many tasks of each distinct (CPU, memory) request the idle CPU and memory hold (capped)."""
+        hit = self.level_memo.get((milli_cpu, memory))
+        if hit is not None:
+            return hit
         out = []
         for (c, m), k in zip(self.demands, self.caps):
             if c > 0:
@@ -161,7 +167,9 @@ class FragmentationModel:
             if m > 0:
                 k = min(k, int(memory // m))
             out.append(k if k > 0 else 0)
-        return tuple(out)
+        hit = tuple(out)
+        remember(self.level_memo, (milli_cpu, memory), hit)
+        return hit
 
     def node_frag(self, milli_cpu: float, memory: float, gpus: tuple[GPUState, ...]) -> tuple[float, float]:
         """(F, free GPU capacity) of a node with this idle CPU/memory and these GPUs (sorted states)."""
@@ -170,11 +178,13 @@ class FragmentationModel:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        out = self._compute(lv, gpus)
-        if len(self.memo) >= MEMO_LIMIT:
-            self.memo.clear()
-        self.memo[key] = out
-        return out
+        view = self.gpu_memo.get(gpus)
+        if view is None:
+            view = self._gpu_view(gpus)
+            remember(self.gpu_memo, gpus, view)
+        hit = self._frag(lv, *view)
+        remember(self.memo, key, hit)
+        return hit
 
     def _usable(self, gi: int, g: GPUState) -> bool:
         cores, pct, memreq, use, nouse = self.gkeys[gi]
@@ -192,7 +202,9 @@ class FragmentationModel:
             ok = self._types[k] = _type_ok(use, nouse, gpu_type)
         return ok
 
-    def _compute(self, lv: tuple[int, ...], gpus: tuple[GPUState, ...]) -> tuple[float, float]:
+    def _gpu_view(self, gpus: tuple[GPUState, ...]) -> tuple[float, float, list[tuple[int, float]]]:
+        """What the GPUs offer, whatever the CPU: (free capacity, scarcity cost of the capacity in use,
+        per GPU request (n GPUs it may use, free capacity on the others))."""
         frees = [free_share(g) for g in gpus]
         total = sum(frees)
         # the scarcity cost of the capacity in use (0 without a scarcity weight): see ``scarcity``
@@ -201,18 +213,23 @@ class FragmentationModel:
             sc = self.scarcity
             for g, f in zip(gpus, frees):
                 reserved += (1.0 - f) * sc.get(g[0], 0.0)
+        usable = []
+        if total > 0:
+            for gi in range(len(self.gkeys)):
+                n = 0
+                unusable = 0.0
+                for g, f in zip(gpus, frees):
+                    if self._usable(gi, g):
+                        n += 1
+                    else:
+                        unusable += f
+                usable.append((n, unusable))
+        return total, reserved, usable
+
+    def _frag(self, lv: tuple[int, ...], total: float, reserved: float,
+              usable: list[tuple[int, float]]) -> tuple[float, float]:
         if total <= 0:
             return reserved, 0.0
-        usable = []
-        for gi in range(len(self.gkeys)):
-            n = 0
-            unusable = 0.0
-            for g, f in zip(gpus, frees):
-                if self._usable(gi, g):
-                    n += 1
-                else:
-                    unusable += f
-            usable.append((n, unusable))
         frag = self.cpu_only * total
         for w, gi, nums, di, demand in self.classes:
             k = lv[di]
@@ -226,6 +243,13 @@ class FragmentationModel:
             fed = k * demand
             frag += w * (total - (usable_free if usable_free < fed else fed))
         return frag + reserved, total
+
+
+def remember(memo: dict, key: Any, value: Any) -> None:
+    """memo[key] = value, the memo cleared first when it holds MEMO_LIMIT entries."""
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
 
 
 def scarcity(classes: list[tuple[TaskShape, float]], capacity: dict[str, int], weight: float) -> dict[str, float]:
@@ -373,9 +397,7 @@ class FragmentationScorer:
         return hit
 
     def remember(self, key: tuple, value: Any) -> None:
-        if len(self.memo) >= MEMO_LIMIT:
-            self.memo.clear()
-        self.memo[key] = value
+        remember(self.memo, key, value)
 
 
 def shape_of(task: "TaskInfo", request: Any) -> TaskShape:
