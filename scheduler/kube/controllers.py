@@ -10,6 +10,9 @@ controllers as event handlers that call the pure reconcile functions of schedule
   our own writes return (created pods and PodGroups, written Job status) is read at once (``Lister``
   keeps it until the index catches up), so the next request does not act on an older view than the
   one we wrote; the watch event of that write still reaches the handlers.
+- A relist (kopf's, after 410 Gone) drops what it did not bring back, as client-go's Replace: kopf's
+  indexes never do, so once a relist of a kind shows, one LIST of ours finds the objects deleted while
+  the watch was down, and the handlers get the DELETED event kopf lost (``Controllers.relisted``).
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -146,7 +149,9 @@ class Lister:
     wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
     kopf calls them after the index holds the event; not the index function, whose result kopf stores
     only after it returned, while other objects' handlers may run).  An object we deleted before its
-    watch event came may show again until its DELETED event, as with Volcano's informers."""
+    watch event came may show again until its DELETED event, as with Volcano's informers.  An object
+    deleted while the watch was down is never removed from kopf's index: ``replace`` (after a relist)
+    hides it from then on (``_dropped``, until kopf's index lets it go on an event of it)."""
 
     def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
         self.name = name  # the kopf index's id: its handlers' kwarg
@@ -154,6 +159,8 @@ class Lister:
         self._extra = index_keys
         self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
+        self._known: set[str] = set()  # uids the handlers saw since the current listing began
+        self._dropped: set[str] = set()  # uids a relist did not bring back that kopf's index still holds
 
     def keys(self, obj: Mapping[str, Any]) -> list[Key]:
         meta = obj.get("metadata") or {}
@@ -168,10 +175,19 @@ class Lister:
         """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
         return self.filed(body)
 
-    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> None:
-        """An event the index holds now: our entries for that object it has caught up with go."""
+    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
+        """An event the index holds now: our entries for that object it has caught up with go.  False: an
+        event of an object a relist dropped (``replace``), whose deletion was handled then: not to handle."""
         key = _ns_name_raw(obj)
         uid = (obj.get("metadata") or {}).get("uid")
+        if uid in self._dropped:
+            if type_ == "DELETED":  # kopf's index lets it go now: so do we
+                self._dropped.discard(uid)
+            return False
+        if type_ == "DELETED":
+            self._known.discard(uid)
+        else:
+            self._known.add(uid)
         mine = self._written.get(key)
         if type_ == "DELETED":
             if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
@@ -180,11 +196,56 @@ class Lister:
                 del self._gone[key]
         elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
             del self._written[key]
+        return True
+
+    def relisting(self, obj: Mapping[str, Any]) -> bool:
+        """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it begins a new
+        listing of the kind, a relist: kopf lists an object once per listing, so an object the handlers
+        saw already since the current listing began is listed again."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid not in self._known:
+            return False
+        self._known = set()
+        return True
+
+    def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str | None) -> list[dict[str, Any]]:
+        """client-go's Replace after a relist: ``items``, a LIST of the kind at ``resource_version``, made
+        after kopf's relist.  What the index (or our writes) holds that the LIST did not bring back, and
+        whose last known resourceVersion is not newer than the LIST's, was deleted meanwhile (a uid is
+        never reused): from now on it is not read; returned (its last known state), once."""
+        try:
+            listed_at = int(resource_version or "")
+        except ValueError:
+            return []
+        listed = {(o.get("metadata") or {}).get("uid") for o in items}
+        held: dict[str, dict[str, Any]] = {}
+        for store in self.index.values():
+            for obj in store:
+                held[(obj.get("metadata") or {}).get("uid")] = obj  # type: ignore[assignment, index]
+        for obj in self._written.values():
+            held.setdefault((obj.get("metadata") or {}).get("uid"), obj)
+        gone: list[dict[str, Any]] = []
+        for uid, obj in held.items():
+            rv = _resource_version(obj)
+            if uid is None or uid in listed or uid in self._dropped or rv is None or rv > listed_at:
+                continue
+            gone.append(obj)
+            self._known.discard(uid)
+            key = _ns_name_raw(obj)
+            if ((self._written.get(key) or {}).get("metadata") or {}).get("uid") == uid:
+                del self._written[key]
+            if self._gone.get(key) == uid:
+                del self._gone[key]
+            if any(((o.get("metadata") or {}).get("uid")) == uid for o in self.index.get(key, ())):
+                self._dropped.add(uid)  # kopf keeps it until an event of it (none may ever come)
+        return gone
 
     def indexed(self, key: Key) -> list[dict[str, Any]]:
         found: dict[tuple[str | None, str], dict[str, Any]] = {}
+        dropped = self._dropped
         for obj in self.index.get(key, ()):
-            found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
+            if not dropped or (obj.get("metadata") or {}).get("uid") not in dropped:
+                found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
         for k, mine in self._written.items():
             old = found.get(k)
             if old is not None and (_resource_version(old) or 0) >= (_resource_version(mine) or 0):
@@ -283,6 +344,7 @@ class Controllers:
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._relisting: dict[str, bool] = {}  # lister name → another relist came during its check
 
     @property
     def listers(self) -> list[Lister]:
@@ -310,6 +372,61 @@ class Controllers:
     def timers(self) -> dict[str, list[tuple[str, js.Request]]]:
         """The armed delayed actions by job key (for tests and logs)."""
         return {k: [(t.action, t.request) for t in ts] for k, ts in self._timers.items() if ts}
+
+    # -- relists ------------------------------------------------------------------------------
+
+    def relisted(self, lister: Lister, path: str, handler: Handler | None) -> None:
+        """kopf relisted ``lister``'s kind (after 410 Gone: its watch was down while the history moved
+        on): what it did not bring back goes (``_drop_unlisted``), one check at a time per kind."""
+        if lister.name in self._relisting:
+            self._relisting[lister.name] = True  # one more check once this one is done
+            return
+        self._relisting[lister.name] = False
+        self._spawn(self._drop_unlisted(lister, path, handler))
+
+    async def _drop_unlisted(self, lister: Lister, path: str, handler: Handler | None) -> None:
+        """Why our own LIST: kopf drops no index entry on a relist, and tells neither its handlers nor
+        its indexes when a relist is over (the LISTED mark of kopf/_cogs/clients/watching.py stops at the
+        operator's readiness toggle; kopf/_core/engines/indexing.py removes an object only on its
+        DELETED event), and it has no hook for it.  So, once a relist shows (its first listing event,
+        ``Lister.relisting``), one LIST of the kind through our client, made after kopf's: whatever the
+        index holds that it did not bring back is dropped from the Lister (``Lister.replace``) and gets
+        the handling its lost DELETED event would have had.  A LIST only when kopf did relist; a relist
+        that brings no object the handlers had seen (none left, or all new) is not noticed."""
+        try:
+            while True:
+                self._relisting[lister.name] = False
+                page: list[dict[str, Any]] = []
+                listed: list[str | None] = [None]
+
+                async def list_all() -> None:
+                    items: list[dict[str, Any]] = []
+                    cont: str | None = None
+                    while True:
+                        doc = await self.client.request("GET", path, query={"limit": 500, "continue": cont})
+                        items.extend(doc.get("items") or [])
+                        meta = doc.get("metadata") or {}
+                        cont = meta.get("continue") or None
+                        if cont is None:
+                            break
+                    page[:], listed[0] = items, meta.get("resourceVersion")
+
+                if await self._retrying(f"list {lister.name} after a relist", list_all) is not None:
+                    return
+                gone = lister.replace(page, listed[0])
+                log.info("relisted", kind=lister.name, dropped=[f"{ns}/{name}" if ns else name
+                                                                for ns, name in map(_ns_name_raw, gone)])
+                for obj in gone:
+                    if handler is not None:
+                        try:
+                            await handler(type="DELETED", body=obj)
+                        except Exception:  # as kopf does with an on.event handler's error: logged, not retried
+                            log.exception("deletion after a relist not handled", kind=lister.name,
+                                          object="/".join(filter(None, _ns_name_raw(obj))))
+                if not self._relisting.get(lister.name):
+                    return
+        finally:
+            self._relisting.pop(lister.name, None)
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -924,16 +1041,20 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
         if index is not None:
             kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
         if handler is not None or index is not None:  # an index's own on.event: its ``seen``
+            path = Kind(group, version, plural, namespaced=False).path()  # all namespaces
             kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
-                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None))
+                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None, path))
     return registry
 
 
-def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> Handler:
+def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None, path: str) -> Handler:
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
         if lister is not None:
-            lister.seen(type, body)
+            if type is None and lister.relisting(body):
+                ctl.relisted(lister, path, handler)
+            if not lister.seen(type, body):
+                return
         if handler is not None:
             await handler(type=type, body=body)
     return on_event

@@ -1,0 +1,170 @@
+"""Objects deleted while a watch was down past 410 Gone leave the controllers' indexes after the relist.
+
+kopf relists a kind after a 410 but never drops the index entries of objects the relist did not bring
+back; the controllers do (``Controllers.relisted``), as client-go's Replace does, and handle each as if
+its DELETED event had come. Run under kopf against the kmock API server: the watches are dropped, an
+object is deleted and the history compacted while they are down, so each watch resumes into 410 Gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from vcsched.kube.controllers import ControllerOptions, Controllers, Lister, run_controllers
+
+from .apiserver import ApiServer
+from .conftest import CONTROLLER_AGENT, client_for, eventually, queue
+from .test_controllers import BUS, SCHED, command, job, pods, reads, set_phase, status
+
+pytestmark = pytest.mark.asyncio
+
+
+async def run(api: ApiServer, body) -> None:
+    """``run_controllers`` around ``await body(ctl)``."""
+    client = client_for(api, agent=CONTROLLER_AGENT)
+    ctl = Controllers(client, ControllerOptions())
+    stop, ready = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(run_controllers(client, stop, ready=ready, ctl=ctl))
+    try:
+        await eventually(ready.is_set, "the initial lists")
+        await body(ctl)
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 20)
+        await client.close()
+    assert task.done() and not task.cancelled()
+
+
+def gap(api: ApiServer, *deleted: tuple[str, str, str, str]) -> None:
+    """The watches go down; ``deleted`` objects go while they are down and the history is compacted:
+    every watch resumes into 410 Gone and kopf relists every kind."""
+    api.drop_watches()
+    for obj in deleted:
+        api.remove(*obj)
+    api.compact()
+
+
+def lists(api: ApiServer) -> list[str]:
+    """The controllers' own LIST requests (not kopf's)."""
+    return [r for r in reads(api) if r.startswith("list ")]
+
+
+async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_resyncs(api):
+    api.put(queue("default"))
+    api.put(queue("root"))
+
+    async def body(ctl: Controllers) -> None:
+        created = api.put(job(replicas=2))
+        pg_name = f"j1-{created['metadata']['uid']}"
+        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+        await eventually(lambda: pods(api) == ["j1-worker-0", "j1-worker-1"], "the pods")
+        for p in pods(api):
+            set_phase(api, p, "Running")
+        await eventually(lambda: status(api).get("running") == 2, "both running")
+        kept = api.get("", "pods", "ns", "j1-worker-0")["metadata"]["uid"]
+        gone = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["uid"]
+        assert lists(api) == []  # no relist yet: no LIST of ours
+        gap(api, ("", "pods", "ns", "j1-worker-1"))
+        # the relist drops it: the Job re-syncs as on its DELETED event (PodEvicted, no policy: SyncJob)
+        # and makes the missing pod again; the running count no longer has it
+        await eventually(lambda: (api.get("", "pods", "ns", "j1-worker-1") or {}).get("metadata", {}).get("uid")
+                         not in (None, gone), "j1-worker-1 made again")
+        await eventually(lambda: status(api).get("running") == 1 and status(api).get("pending") == 1,
+                         "the counts without the deleted pod")
+        # the pod still there is not dropped; the deleted one is nowhere the handlers read
+        assert ctl.pods.get("ns", "j1-worker-0")["metadata"]["uid"] == kept
+        held = [p["metadata"]["uid"] for p in ctl.pods.indexed(("job", "ns", "j1"))]
+        assert gone not in held and kept in held
+        assert all(p["metadata"]["uid"] != gone for p in ctl._pods.values())
+        # one LIST of ours per relisted kind that had objects (kopf relisted all 8 kinds; the empty ones,
+        # ReplicaSets, StatefulSets, PriorityClasses, bring no listing event and cost nothing)
+        assert sorted(lists(api)) == ["list /api/v1/pods", "list /apis/batch.volcano.sh/v1alpha1/jobs",
+                                      "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
+                                      "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+
+    await run(api, body)
+
+
+async def test_a_podgroup_deleted_during_a_watch_gap_no_longer_holds_its_queue_closing(api):
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(queue("q1"))
+    for name in ("pg1", "pg2"):
+        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+
+    async def body(ctl: Controllers) -> None:
+        api.put(command("close", "CloseQueue", "Queue", "q1"))
+        await eventually(lambda: api.all(BUS, "commands") == [], "the command consumed")
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing", "Closing")
+        gap(api, (SCHED, "podgroups", "ns", "pg1"))
+        await eventually(lambda: ctl.podgroups.count(("queue", "q1")) == 1, "pg1 dropped from the queue's PodGroups")
+        assert ctl.podgroups.get("ns", "pg2") is not None  # still there: kept
+        # pg2 still holds the queue Closing; its deletion (seen live) closes it
+        assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
+        api.remove(SCHED, "podgroups", "ns", "pg2")
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed", "Closed")
+
+    await run(api, body)
+
+
+async def test_the_last_podgroup_of_a_queue_deleted_during_a_gap_closes_it(api):
+    """The relist of PodGroups brings back other queues' PodGroups only: the deleted one still goes."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(queue("q1"))
+    for name, q in (("pg1", "q1"), ("other", "default")):
+        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1, "queue": q}})
+
+    async def body(ctl: Controllers) -> None:
+        api.put(command("close", "CloseQueue", "Queue", "q1"))
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing", "Closing")
+        gap(api, (SCHED, "podgroups", "ns", "pg1"))
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed",
+                         "Closed once the relist dropped pg1")
+        assert ctl.podgroups.get("ns", "other") is not None
+
+    await run(api, body)
+
+
+async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
+    """No 410 (the history still holds the resourceVersion): kopf resumes, nothing is relisted, no LIST of ours,
+    and a deletion while down comes as its DELETED event."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(queue("q1"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+
+    async def body(ctl: Controllers) -> None:
+        await eventually(lambda: ctl.podgroups.count(("queue", "q1")) == 1, "pg1 counted")
+        api.drop_watches()
+        api.remove(SCHED, "podgroups", "ns", "pg1")
+        await eventually(lambda: ctl.podgroups.count(("queue", "q1")) == 0, "pg1 gone by its DELETED event")
+        assert lists(api) == []
+
+    await run(api, body)
+
+
+def test_a_lister_drops_what_a_relist_did_not_bring_back():
+    def p(name: str, uid: str, rv: int) -> dict:
+        return {"metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}}
+
+    lister = Lister("pods")
+    a, b, b2, c = p("a", "ua", 3), p("b", "ub", 4), p("b", "ub2", 8), p("c", "uc", 12)
+    lister.index = {("ns", "a"): [a], ("ns", "b"): [b, b2], ("ns", "c"): [c]}
+    # listed at 10: a is there, b was made again under its name (ub2), c came after the list
+    gone = lister.replace([p("a", "ua", 3), b2], "10")
+    assert [o["metadata"]["uid"] for o in gone] == ["ub"]
+    assert lister.get("ns", "b")["metadata"]["uid"] == "ub2"
+    assert lister.get("ns", "a") is not None and lister.get("ns", "c") is not None
+    assert lister.replace([a, b2], "10") == []  # dropped once
+    # kopf's index still holds ub until a DELETED event for it (a deletion after kopf's own list)
+    assert lister.seen("DELETED", b) is False  # handled already: not again
+    assert lister.seen("DELETED", c) is True
