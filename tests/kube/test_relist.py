@@ -16,7 +16,8 @@ import pytest
 from vcsched.kube.controllers import ControllerOptions, Controllers, Lister, run_controllers
 
 from .apiserver import ApiServer
-from .conftest import CONTROLLER_AGENT, client_for, eventually, queue
+from .conftest import CONTROLLER_AGENT, client_for, cluster, eventually, podgroup, queue
+from .conftest import pod as sched_pod
 from .test_controllers import BUS, SCHED, command, job, pods, reads, set_phase, status
 
 pytestmark = pytest.mark.asyncio
@@ -158,6 +159,15 @@ def test_a_lister_drops_what_a_relist_did_not_bring_back():
 
     lister = Lister("pods")
     a, b, b2, c = p("a", "ua", 3), p("b", "ub", 4), p("b", "ub2", 8), p("c", "uc", 12)
+    # the initial listing, then a watch event: no relist; a second listing of ``a`` begins one, once
+    for obj in (a, b):
+        assert lister.relisting(obj) is False
+        lister.seen(None, obj)
+    lister.seen("ADDED", b2)
+    assert lister.relisting(b2) is True
+    lister.seen(None, b2)
+    assert lister.relisting(a) is False  # the same relist goes on
+    lister.seen(None, a)
     lister.index = {("ns", "a"): [a], ("ns", "b"): [b, b2], ("ns", "c"): [c]}
     # listed at 10: a is there, b was made again under its name (ub2), c came after the list
     gone = lister.replace([p("a", "ua", 3), b2], "10")
@@ -168,3 +178,42 @@ def test_a_lister_drops_what_a_relist_did_not_bring_back():
     # kopf's index still holds ub until a DELETED event for it (a deletion after kopf's own list)
     assert lister.seen("DELETED", b) is False  # handled already: not again
     assert lister.seen("DELETED", c) is True
+
+
+# -- the scheduler's own watches (scheduler/kube/source.py) -------------------------------------------
+
+async def test_the_schedulers_relist_drops_a_pod_made_again_under_its_name_during_the_gap(api, start):
+    """client-go's Replace keys objects by namespace/name but the cache keys pods by uid: a pod deleted and
+    made again under the same name while the watch was down (a StatefulSet's) must not leave the old one
+    accounted on its node."""
+    cluster(api, nodes=1)  # n0: 4 cpu
+    api.put(podgroup("pg1"))
+    old = api.put(sched_pod("p0", "pg1", cpu="3", node_name="n0"))
+    rt = await start()
+    await eventually(lambda: rt.synced.is_set() and old["metadata"]["uid"] in rt.cache.tasks, "synced")
+    api.drop_watches()
+    api.remove("", "pods", "default", "p0")
+    new = api.put(sched_pod("p0", "pg1", cpu="1"))
+    api.compact()
+    await eventually(lambda: new["metadata"]["uid"] in rt.cache.tasks, "the new p0 relisted")
+    assert old["metadata"]["uid"] not in rt.cache.tasks and old["metadata"]["uid"] not in rt.feeder.pods
+    # n0's 3 cpu are free again: the new p0 (1) and p1 (3) both fit
+    api.put(sched_pod("p1", "pg1", cpu="3"))
+    await eventually(lambda: sorted(b[1] for b in api.bindings) == ["p0", "p1"], "both bound on n0")
+
+
+async def test_the_schedulers_relist_deletes_what_vanished_and_keeps_the_rest(api, start):
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(podgroup("pg2"))
+    kept = api.put(sched_pod("p0", "pg1", node_name="n0"))
+    gone = api.put(sched_pod("p1", "pg2", node_name="n0"))
+    rt = await start()
+    await eventually(lambda: rt.synced.is_set() and len(rt.cache.tasks) == 2, "synced")
+    api.drop_watches()
+    api.remove("", "pods", "default", "p1")
+    api.remove(SCHED, "podgroups", "default", "pg2")
+    api.compact()
+    await eventually(lambda: gone["metadata"]["uid"] not in rt.cache.tasks, "p1 gone after the relist")
+    await eventually(lambda: "default/pg2" not in rt.cache.jobs, "pg2 gone after the relist")
+    assert kept["metadata"]["uid"] in rt.cache.tasks and "default/pg1" in rt.cache.jobs
