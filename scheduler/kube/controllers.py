@@ -159,7 +159,11 @@ class Lister:
         self._extra = index_keys
         self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
+        # relists (kopf's listing events after the initial one): ``relisting`` and ``replace``
+        self._initial: set[str] = set()  # uids indexed before the handlers started, not yet handled
+        self._handling = False  # the handlers have started: the initial listing is all indexed
         self._known: set[str] = set()  # uids the handlers saw since the current listing began
+        self._checked_at: int | None = None  # the resourceVersion of the last LIST ``replace`` was given
         self._dropped: set[str] = set()  # uids a relist did not bring back that kopf's index still holds
 
     def keys(self, obj: Mapping[str, Any]) -> list[Key]:
@@ -173,7 +177,13 @@ class Lister:
 
     async def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
         """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
+        if not self._handling:
+            self._initial.add((body.get("metadata") or {}).get("uid"))
         return self.filed(body)
+
+    def handlers_started(self) -> None:
+        """kopf calls the first handler once every initial listing is indexed (its readiness)."""
+        self._handling = True
 
     def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
         """An event the index holds now: our entries for that object it has caught up with go.  False: an
@@ -184,6 +194,7 @@ class Lister:
             if type_ == "DELETED":  # kopf's index lets it go now: so do we
                 self._dropped.discard(uid)
             return False
+        self._initial.discard(uid)
         if type_ == "DELETED":
             self._known.discard(uid)
         else:
@@ -198,15 +209,21 @@ class Lister:
             del self._written[key]
         return True
 
-    def relisting(self, obj: Mapping[str, Any]) -> bool:
-        """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it begins a new
-        listing of the kind, a relist: kopf lists an object once per listing, so an object the handlers
-        saw already since the current listing began is listed again."""
+    def relisting(self, obj: Mapping[str, Any], checking: bool) -> bool:
+        """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it shows a relist
+        that no LIST of ours (``replace``; ``checking``: one under way) has covered yet.  Not the initial
+        listing (indexed before the handlers started).  An object the handlers saw already since the
+        current listing began is listed again: kopf lists an object once per listing, so a new relist
+        began.  An object never seen was made while the watch was down: a relist, covered if our LIST
+        under way or done already holds it (a kopf listing is older than the LIST of ours it caused)."""
         uid = (obj.get("metadata") or {}).get("uid")
-        if uid not in self._known:
+        if uid in self._initial:
             return False
-        self._known = set()
-        return True
+        if uid in self._known:
+            self._known = set()
+            return True
+        rv = _resource_version(obj)
+        return not checking and (self._checked_at is None or rv is None or rv > self._checked_at)
 
     def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str | None) -> list[dict[str, Any]]:
         """client-go's Replace after a relist: ``items``, a LIST of the kind at ``resource_version``, made
@@ -217,6 +234,7 @@ class Lister:
             listed_at = int(resource_version or "")
         except ValueError:
             return []
+        self._checked_at = listed_at
         listed = {(o.get("metadata") or {}).get("uid") for o in items}
         held: dict[str, dict[str, Any]] = {}
         for store in self.index.values():
@@ -351,11 +369,13 @@ class Controllers:
         return [self.jobs, self.pods, self.podgroups, self.queues, self.priority_classes, *self.workloads.values()]
 
     def bind(self, indices: Mapping[str, Any]) -> None:
-        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read."""
+        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read;
+        called by every handler, so the handlers have started."""
         for lister in self.listers:
             index = indices.get(lister.name)
             if index is not None:
                 lister.index = index
+            lister.handlers_started()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -1051,7 +1071,7 @@ def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None, pat
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
         if lister is not None:
-            if type is None and lister.relisting(body):
+            if type is None and lister.relisting(body, checking=lister.name in ctl._relisting):
                 ctl.relisted(lister, path, handler)
             if not lister.seen(type, body):
                 return

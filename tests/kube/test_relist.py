@@ -134,6 +134,31 @@ async def test_the_last_podgroup_of_a_queue_deleted_during_a_gap_closes_it(api):
     await run(api, body)
 
 
+async def test_a_relist_bringing_only_objects_made_during_the_gap_still_drops_the_deleted(api):
+    """Every PodGroup the handlers knew is gone and a new one came while the watch was down: the relist
+    lists no known object, its new one shows it."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(queue("q1"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+
+    async def body(ctl: Controllers) -> None:
+        api.put(command("close", "CloseQueue", "Queue", "q1"))
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing", "Closing")
+        api.drop_watches()
+        api.remove(SCHED, "podgroups", "ns", "pg1")
+        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": "new", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "default"}})
+        api.compact()
+        await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed",
+                         "Closed once the relist dropped pg1")
+        assert ctl.podgroups.get("ns", "new") is not None
+        assert lists(api).count("list /apis/scheduling.volcano.sh/v1beta1/podgroups") == 1
+
+    await run(api, body)
+
+
 async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
     """No 410 (the history still holds the resourceVersion): kopf resumes, nothing is relisted, no LIST of ours,
     and a deletion while down comes as its DELETED event."""
@@ -153,31 +178,38 @@ async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
     await run(api, body)
 
 
-def test_a_lister_drops_what_a_relist_did_not_bring_back():
+async def test_a_lister_tells_a_relist_and_drops_what_it_did_not_bring_back():
     def p(name: str, uid: str, rv: int) -> dict:
         return {"metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}}
 
     lister = Lister("pods")
-    a, b, b2, c = p("a", "ua", 3), p("b", "ub", 4), p("b", "ub2", 8), p("c", "uc", 12)
-    # the initial listing, then a watch event: no relist; a second listing of ``a`` begins one, once
+    a, b, b2, c, d = p("a", "ua", 3), p("b", "ub", 4), p("b", "ub2", 8), p("c", "uc", 12), p("d", "ud", 9)
+    for obj in (a, b):  # the initial listing, indexed before any handler runs
+        await lister.index_fn(obj)
+    lister.handlers_started()
     for obj in (a, b):
-        assert lister.relisting(obj) is False
+        assert lister.relisting(obj, checking=False) is False
         lister.seen(None, obj)
+    await lister.index_fn(b2)
     lister.seen("ADDED", b2)
-    assert lister.relisting(b2) is True
+    # a relist: an object listed again begins one; the rest of it is covered by the check under way
+    assert lister.relisting(b2, checking=False) is True
     lister.seen(None, b2)
-    assert lister.relisting(a) is False  # the same relist goes on
+    assert lister.relisting(a, checking=True) is False
     lister.seen(None, a)
     lister.index = {("ns", "a"): [a], ("ns", "b"): [b, b2], ("ns", "c"): [c]}
-    # listed at 10: a is there, b was made again under its name (ub2), c came after the list
-    gone = lister.replace([p("a", "ua", 3), b2], "10")
+    # our LIST at 10: a is there, b was made again under its name (ub2), c came after the list
+    gone = lister.replace([a, b2, d], "10")
     assert [o["metadata"]["uid"] for o in gone] == ["ub"]
     assert lister.get("ns", "b")["metadata"]["uid"] == "ub2"
     assert lister.get("ns", "a") is not None and lister.get("ns", "c") is not None
-    assert lister.replace([a, b2], "10") == []  # dropped once
+    assert lister.replace([a, b2, d], "10") == []  # dropped once
     # kopf's index still holds ub until a DELETED event for it (a deletion after kopf's own list)
     assert lister.seen("DELETED", b) is False  # handled already: not again
     assert lister.seen("DELETED", c) is True
+    # an object never seen, listed: made while the watch was down; covered when our LIST had it
+    assert lister.relisting(d, checking=False) is False
+    assert lister.relisting(p("e", "ue", 14), checking=False) is True  # a kopf listing newer than our LIST
 
 
 # -- the scheduler's own watches (scheduler/kube/source.py) -------------------------------------------
