@@ -404,38 +404,36 @@ class Controllers:
         self._relisting[lister.name] = False
         self._spawn(self._drop_unlisted(lister, path, handler))
 
+    def checking(self, lister: Lister) -> bool:
+        """A check of ``lister``'s kind after a relist is under way."""
+        return lister.name in self._relisting
+
     async def _drop_unlisted(self, lister: Lister, path: str, handler: Handler | None) -> None:
-        """Why our own LIST: kopf drops no index entry on a relist, and tells neither its handlers nor
-        its indexes when a relist is over (the LISTED mark of kopf/_cogs/clients/watching.py stops at the
-        operator's readiness toggle; kopf/_core/engines/indexing.py removes an object only on its
-        DELETED event), and it has no hook for it.  So, once a relist shows (its first listing event,
-        ``Lister.relisting``), one LIST of the kind through our client, made after kopf's: whatever the
-        index holds that it did not bring back is dropped from the Lister (``Lister.replace``) and gets
-        the handling its lost DELETED event would have had.  A LIST only when kopf did relist; a relist
-        that brings no object the handlers had seen (none left, or all new) is not noticed."""
+        """Why a LIST of our own: kopf drops no index entry on a relist and tells no one when a relist is
+        over: kopf/_cogs/clients/watching.py yields a LISTED mark after each listing, but
+        kopf/_core/reactor/queueing.py uses it only to drop the kind's readiness toggle and passes it to
+        no handler or index; kopf/_core/engines/indexing.py removes an object only on its DELETED event;
+        and kopf has no hook or setting for it.  So once a relist shows in the handlers
+        (``Lister.relisting``: kopf's listing events, ``type`` None, after the initial listing), one LIST
+        of the kind through our client, made after kopf's: what the index holds that this LIST did not
+        bring back is dropped from the Lister (``Lister.replace``), and the handler gets the DELETED
+        event kopf lost (a deleted pod re-syncs its Job, a deleted PodGroup its queue).  No LIST unless
+        kopf relisted.  Not noticed: a relist that brings back no object at all (every object of the
+        kind deleted while the watch was down, none made): it gives the handlers no event."""
         try:
             while True:
                 self._relisting[lister.name] = False
-                page: list[dict[str, Any]] = []
-                listed: list[str | None] = [None]
+                listed: tuple[list[dict[str, Any]], str | None] = ([], None)
 
-                async def list_all() -> None:
-                    items: list[dict[str, Any]] = []
-                    cont: str | None = None
-                    while True:
-                        doc = await self.client.request("GET", path, query={"limit": 500, "continue": cont})
-                        items.extend(doc.get("items") or [])
-                        meta = doc.get("metadata") or {}
-                        cont = meta.get("continue") or None
-                        if cont is None:
-                            break
-                    page[:], listed[0] = items, meta.get("resourceVersion")
+                async def once() -> None:
+                    nonlocal listed
+                    listed = await self._list_all(path)
 
-                if await self._retrying(f"list {lister.name} after a relist", list_all) is not None:
+                if await self._retrying(f"list {lister.name} after a relist", once) is not None:
                     return
-                gone = lister.replace(page, listed[0])
-                log.info("relisted", kind=lister.name, dropped=[f"{ns}/{name}" if ns else name
-                                                                for ns, name in map(_ns_name_raw, gone)])
+                gone = lister.replace(*listed)
+                log.info("relisted", kind=lister.name,
+                         dropped=["/".join(filter(None, _ns_name_raw(o))) for o in gone])
                 for obj in gone:
                     if handler is not None:
                         try:
@@ -447,6 +445,18 @@ class Controllers:
                     return
         finally:
             self._relisting.pop(lister.name, None)
+
+    async def _list_all(self, path: str) -> tuple[list[dict[str, Any]], str | None]:
+        """Every object at ``path`` (paged) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            doc = await self.client.request("GET", path, query={"limit": 500, "continue": cont})
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None:
+                return items, meta.get("resourceVersion")
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -1071,7 +1081,7 @@ def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None, pat
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
         if lister is not None:
-            if type is None and lister.relisting(body, checking=lister.name in ctl._relisting):
+            if type is None and lister.relisting(body, ctl.checking(lister)):
                 ctl.relisted(lister, path, handler)
             if not lister.seen(type, body):
                 return
