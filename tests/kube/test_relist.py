@@ -16,17 +16,17 @@ import pytest
 from vcsched.kube.controllers import ControllerOptions, Controllers, Lister, run_controllers
 
 from .apiserver import ApiServer
-from .conftest import CONTROLLER_AGENT, client_for, cluster, eventually, podgroup, queue
+from .conftest import CONTROLLER_AGENT, client_for, cluster, conf_map, eventually, podgroup, queue, verb_of
 from .conftest import pod as sched_pod
 from .test_controllers import BUS, SCHED, command, job, pods, reads, set_phase, status
 
 pytestmark = pytest.mark.asyncio
 
 
-async def run(api: ApiServer, body) -> None:
+async def run(api: ApiServer, body, controllers: type[Controllers] = Controllers) -> None:
     """``run_controllers`` around ``await body(ctl)``."""
     client = client_for(api, agent=CONTROLLER_AGENT)
-    ctl = Controllers(client, ControllerOptions())
+    ctl = controllers(client, ControllerOptions())
     stop, ready = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(run_controllers(client, stop, ready=ready, ctl=ctl))
     try:
@@ -54,27 +54,35 @@ def lists(api: ApiServer) -> list[str]:
     return [r for r in reads(api) if r.startswith("list ")]
 
 
+async def running_job(api: ApiServer) -> None:
+    """Job ns/j1: its PodGroup Inqueue, its two pods made and Running."""
+    created = api.put(job(replicas=2))
+    pg_name = f"j1-{created['metadata']['uid']}"
+    await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
+    api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
+    await eventually(lambda: pods(api) == ["j1-worker-0", "j1-worker-1"], "the pods")
+    for p in pods(api):
+        set_phase(api, p, "Running")
+    await eventually(lambda: status(api).get("running") == 2, "both running")
+
+
+def made_again(api: ApiServer, name: str, old_uid: str) -> bool:
+    return (api.get("", "pods", "ns", name) or {}).get("metadata", {}).get("uid") not in (None, old_uid)
+
+
 async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_resyncs(api):
     api.put(queue("default"))
     api.put(queue("root"))
 
     async def body(ctl: Controllers) -> None:
-        created = api.put(job(replicas=2))
-        pg_name = f"j1-{created['metadata']['uid']}"
-        await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
-        api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
-        await eventually(lambda: pods(api) == ["j1-worker-0", "j1-worker-1"], "the pods")
-        for p in pods(api):
-            set_phase(api, p, "Running")
-        await eventually(lambda: status(api).get("running") == 2, "both running")
+        await running_job(api)
         kept = api.get("", "pods", "ns", "j1-worker-0")["metadata"]["uid"]
         gone = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["uid"]
         assert lists(api) == []  # no relist yet: no LIST of ours
         gap(api, ("", "pods", "ns", "j1-worker-1"))
         # the relist drops it: the Job re-syncs as on its DELETED event (PodEvicted, no policy: SyncJob)
         # and makes the missing pod again; the running count no longer has it
-        await eventually(lambda: (api.get("", "pods", "ns", "j1-worker-1") or {}).get("metadata", {}).get("uid")
-                         not in (None, gone), "j1-worker-1 made again")
+        await eventually(lambda: made_again(api, "j1-worker-1", gone), "j1-worker-1 made again")
         await eventually(lambda: status(api).get("running") == 1 and status(api).get("pending") == 1,
                          "the counts without the deleted pod")
         # the pod still there is not dropped; the deleted one is nowhere the handlers read
@@ -89,6 +97,51 @@ async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_res
                                       "list /apis/scheduling.volcano.sh/v1beta1/queues"]
 
     await run(api, body)
+
+
+class _CountingDeletions(Controllers):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.pods_deleted: list[str] = []  # the uids on_pod handled as DELETED
+
+    async def on_pod(self, type, body, **_) -> None:  # type: ignore[no-untyped-def]
+        if type == "DELETED":
+            self.pods_deleted.append(body["metadata"]["uid"])
+        await super().on_pod(type=type, body=body)
+
+
+async def test_a_pod_deleted_between_kopfs_relist_and_ours_is_handled_once(api):
+    """kopf's relist still has the pod, ours no longer: dropped and handled by our check; the DELETED event
+    kopf's watch brings later is not handled a second time."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+
+    def by(agent: str, verb: str, r) -> bool:  # type: ignore[no-untyped-def]
+        return (r.headers.get("User-Agent", "").startswith(agent) and verb_of(r) == verb
+                and r.resource is not None and r.resource.plural == "pods")
+
+    async def body(ctl: _CountingDeletions) -> None:
+        await running_job(api)
+        uid = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["uid"]
+        ours, kopfs = asyncio.Event(), asyncio.Event()
+        our_list = api.fail(lambda r: by(CONTROLLER_AGENT, "list", r), gate=ours)
+        # kopf's watch after its relist (from the relist's resourceVersion), not the resume that gets 410
+        api.fail(lambda r: by("kopf/", "watch", r) and 0 < api.compacted <= int(r.params.get("resourceVersion") or 0),
+                 gate=kopfs)
+        api.drop_watches()
+        api.put(conf_map("x", name="unrelated", ns="ns"))  # the history moves on: the resumes get 410
+        api.compact()
+        await eventually(lambda: our_list.hits == 1, "our LIST of pods, after kopf's relist of them, held")
+        api.remove("", "pods", "ns", "j1-worker-1")
+        ours.set()
+        await eventually(lambda: made_again(api, "j1-worker-1", uid), "j1-worker-1 made again")
+        assert ctl.pods_deleted == [uid]
+        kopfs.set()  # its watch brings the DELETED event now
+        await eventually(lambda: uid not in ctl.pods._dropped, "kopf's DELETED event seen")
+        assert ctl.pods_deleted == [uid]
+        assert all(p["metadata"]["uid"] != uid for p in ctl.pods.index.get(("ns", "j1-worker-1"), ()))
+
+    await run(api, body, _CountingDeletions)
 
 
 async def test_a_podgroup_deleted_during_a_watch_gap_no_longer_holds_its_queue_closing(api):
