@@ -92,6 +92,14 @@ class _Timer:
     task: asyncio.Task[None] | None = None
 
 
+@dataclass(slots=True)
+class _Check:
+    """A check of one kind after a relist (``Controllers._drop_unlisted``)."""
+
+    full: bool  # a LIST of every object (else a probe: one object)
+    again: bool = False  # a full check is due once this one is done
+
+
 class SyncError(Exception):
     """A sync that cannot go on yet (a missing PVC): retried like an API error."""
 
@@ -180,6 +188,9 @@ class Lister:
         if not self._handling:
             self._initial.add((body.get("metadata") or {}).get("uid"))
         return self.filed(body)
+
+    def holds_objects(self) -> bool:
+        return bool(self.index) or bool(self._written)
 
     def handlers_started(self) -> None:
         """kopf calls the first handler once every initial listing is indexed (its readiness)."""
@@ -362,7 +373,8 @@ class Controllers:
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._relisting: dict[str, bool] = {}  # lister name → another relist came during its check
+        self._relist_targets: dict[str, tuple[str, Handler | None]] = {}  # lister name → its LIST path, handler
+        self._relisting: dict[str, _Check] = {}  # lister name → its check under way
 
     @property
     def listers(self) -> list[Lister]:
@@ -395,20 +407,36 @@ class Controllers:
 
     # -- relists ------------------------------------------------------------------------------
 
-    def relisted(self, lister: Lister, path: str, handler: Handler | None) -> None:
+    def relist_target(self, lister: Lister, path: str, handler: Handler | None) -> None:
+        """Where ``lister``'s kind is listed (all namespaces) and its handler, for the checks after a relist."""
+        self._relist_targets[lister.name] = (path, handler)
+
+    def relisted(self, lister: Lister) -> None:
         """kopf relisted ``lister``'s kind (after 410 Gone: its watch was down while the history moved
-        on): what it did not bring back goes (``_drop_unlisted``), one check at a time per kind."""
-        if lister.name in self._relisting:
-            self._relisting[lister.name] = True  # one more check once this one is done
+        on): what it did not bring back goes (``_drop_unlisted``), one check at a time per kind.  The
+        first relist shown while no check is under way also probes every other kind that holds objects:
+        a relist that listed nothing (every object deleted while the watch was down) shows nothing."""
+        probe = not self._relisting
+        self._check(lister, full=True)
+        if probe:
+            for other in self.listers:
+                if other is not lister and other.name in self._relist_targets and other.holds_objects():
+                    self._check(other, full=False)
+
+    def _check(self, lister: Lister, full: bool) -> None:
+        check = self._relisting.get(lister.name)
+        if check is not None:
+            check.again = check.again or full
             return
-        self._relisting[lister.name] = False
-        self._spawn(self._drop_unlisted(lister, path, handler))
+        self._relisting[lister.name] = _Check(full)
+        self._spawn(self._drop_unlisted(lister))
 
     def checking(self, lister: Lister) -> bool:
-        """A check of ``lister``'s kind after a relist is under way."""
-        return lister.name in self._relisting
+        """A full check of ``lister``'s kind is under way or due: it covers the listing events so far."""
+        check = self._relisting.get(lister.name)
+        return check is not None and (check.full or check.again)
 
-    async def _drop_unlisted(self, lister: Lister, path: str, handler: Handler | None) -> None:
+    async def _drop_unlisted(self, lister: Lister) -> None:
         """Why a LIST of our own: kopf drops no index entry on a relist and tells no one when a relist is
         over: kopf/_cogs/clients/watching.py yields a LISTED mark after each listing, but
         kopf/_core/reactor/queueing.py uses it only to drop the kind's readiness toggle and passes it to
@@ -417,21 +445,29 @@ class Controllers:
         (``Lister.relisting``: kopf's listing events, ``type`` None, after the initial listing), one LIST
         of the kind through our client, made after kopf's: what the index holds that this LIST did not
         bring back is dropped from the Lister (``Lister.replace``), and the handler gets the DELETED
-        event kopf lost (a deleted pod re-syncs its Job, a deleted PodGroup its queue).  No LIST unless
-        kopf relisted.  Not noticed: a relist that brings back no object at all (every object of the
-        kind deleted while the watch was down, none made): it gives the handlers no event."""
+        event kopf lost (a deleted pod re-syncs its Job, a deleted PodGroup its queue).  A relist that
+        lists nothing gives the handlers no event at all: the other kinds get a probe (not ``full``: a
+        LIST of one object) when a relist shows, and one that finds its kind empty drops all it held.
+        No LIST unless kopf relisted."""
+        path, handler = self._relist_targets[lister.name]
+        check = self._relisting[lister.name]
         try:
             while True:
-                self._relisting[lister.name] = False
+                full = check.full = check.full or check.again  # asked for before this LIST: it covers that
+                check.again = False
                 listed: tuple[list[dict[str, Any]], str | None] = ([], None)
 
                 async def once() -> None:
                     nonlocal listed
-                    listed = await self._list_all(path)
+                    listed = await self._list_all(path, probe=not full)
 
                 if await self._retrying(f"list {lister.name} after a relist", once) is not None:
                     return
-                gone = lister.replace(*listed)
+                items, resource_version = listed
+                if not full and items:
+                    gone: list[dict[str, Any]] = []  # the probe found objects: the kind's own relist shows
+                else:
+                    gone = lister.replace(items, resource_version)
                 log.info("relisted", kind=lister.name,
                          dropped=["/".join(filter(None, _ns_name_raw(o))) for o in gone])
                 for obj in gone:
@@ -441,21 +477,21 @@ class Controllers:
                         except Exception:  # as kopf does with an on.event handler's error: logged, not retried
                             log.exception("deletion after a relist not handled", kind=lister.name,
                                           object="/".join(filter(None, _ns_name_raw(obj))))
-                if not self._relisting.get(lister.name):
+                if not check.again:
                     return
         finally:
             self._relisting.pop(lister.name, None)
 
-    async def _list_all(self, path: str) -> tuple[list[dict[str, Any]], str | None]:
-        """Every object at ``path`` (paged) and the list's resourceVersion."""
+    async def _list_all(self, path: str, probe: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+        """Every object at ``path`` (paged; ``probe``: the first one only) and the list's resourceVersion."""
         items: list[dict[str, Any]] = []
         cont: str | None = None
         while True:
-            doc = await self.client.request("GET", path, query={"limit": 500, "continue": cont})
+            doc = await self.client.request("GET", path, query={"limit": 1 if probe else 500, "continue": cont})
             items.extend(doc.get("items") or [])
             meta = doc.get("metadata") or {}
             cont = meta.get("continue") or None
-            if cont is None:
+            if cont is None or probe:
                 return items, meta.get("resourceVersion")
 
     # -- handlers ------------------------------------------------------------------------------
@@ -1071,18 +1107,21 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
         if index is not None:
             kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
         if handler is not None or index is not None:  # an index's own on.event: its ``seen``
-            path = Kind(group, version, plural, namespaced=False).path()  # all namespaces
+            lister = listers.get(index or "")
+            handler_fn = getattr(ctl, handler) if handler else None
+            if lister is not None:
+                ctl.relist_target(lister, Kind(group, version, plural, namespaced=False).path(), handler_fn)
             kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
-                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None, path))
+                _bound(ctl, lister, handler_fn))
     return registry
 
 
-def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None, path: str) -> Handler:
+def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> Handler:
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
         if lister is not None:
             if type is None and lister.relisting(body, ctl.checking(lister)):
-                ctl.relisted(lister, path, handler)
+                ctl.relisted(lister)
             if not lister.seen(type, body):
                 return
         if handler is not None:

@@ -4,6 +4,7 @@ kopf relists a kind after a 410 but never drops the index entries of objects the
 back; the controllers do (``Controllers.relisted``), as client-go's Replace does, and handle each as if
 its DELETED event had come. Run under kopf against the kmock API server: the watches are dropped, an
 object is deleted and the history compacted while they are down, so each watch resumes into 410 Gone.
+At the end, the same for the scheduler's own reflectors (scheduler/kube/source.py) and its cache.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from vcsched.kube.controllers import ControllerOptions, Controllers, Lister, run
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, cluster, conf_map, eventually, podgroup, queue, verb_of
 from .conftest import pod as sched_pod
-from .test_controllers import BUS, SCHED, command, job, pods, reads, set_phase, status
+from .test_controllers import BUS, SCHED, command, job, pods, set_phase, status
 
 pytestmark = pytest.mark.asyncio
 
@@ -50,8 +51,9 @@ def gap(api: ApiServer, *deleted: tuple[str, str, str, str]) -> None:
 
 
 def lists(api: ApiServer) -> list[str]:
-    """The controllers' own LIST requests (not kopf's)."""
-    return [r for r in reads(api) if r.startswith("list ")]
+    """The controllers' own LIST requests (not kopf's): ``list <path>``, or ``probe <path>`` (one object)."""
+    return [f"{'probe' if r.params.get('limit') == '1' else 'list'} {r.url.path}" for r in api.requests
+            if r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENT) and verb_of(r) == "list"]
 
 
 async def running_job(api: ApiServer) -> None:
@@ -90,11 +92,27 @@ async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_res
         held = [p["metadata"]["uid"] for p in ctl.pods.indexed(("job", "ns", "j1"))]
         assert gone not in held and kept in held
         assert all(p["metadata"]["uid"] != gone for p in ctl._pods.values())
-        # one LIST of ours per relisted kind that had objects (kopf relisted all 8 kinds; the empty ones,
-        # ReplicaSets, StatefulSets, PriorityClasses, bring no listing event and cost nothing)
-        assert sorted(lists(api)) == ["list /api/v1/pods", "list /apis/batch.volcano.sh/v1alpha1/jobs",
-                                      "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
-                                      "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+        # one LIST of ours per relisted kind that had objects, and at most a probe of one object before it
+        # (kopf relisted all 8 kinds; the empty ones, ReplicaSets, StatefulSets, PriorityClasses, cost nothing)
+        kinds = ["/api/v1/pods", "/apis/batch.volcano.sh/v1alpha1/jobs",
+                 "/apis/scheduling.volcano.sh/v1beta1/podgroups", "/apis/scheduling.volcano.sh/v1beta1/queues"]
+        assert sorted(r for r in lists(api) if r.startswith("list ")) == [f"list {k}" for k in kinds]
+        probes = [r.removeprefix("probe ") for r in lists(api) if r.startswith("probe ")]
+        assert len(probes) == len(set(probes)) and set(probes) <= set(kinds)
+
+    await run(api, body)
+
+
+async def test_a_job_deleted_during_a_watch_gap_takes_its_pods_and_podgroup_after_the_relist(api):
+    api.put(queue("default"))
+    api.put(queue("root"))
+
+    async def body(ctl: Controllers) -> None:
+        await running_job(api)
+        gap(api, ("batch.volcano.sh", "jobs", "ns", "j1"))
+        # what the lost DELETED event does (the cluster's garbage collector's part, here ours)
+        await eventually(lambda: pods(api) == [] and api.all(SCHED, "podgroups") == [], "pods and PodGroup gone")
+        assert ctl.jobs.get("ns", "j1") is None and "ns/j1" not in ctl._jobs_seen
 
     await run(api, body)
 
