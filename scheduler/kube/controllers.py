@@ -12,7 +12,8 @@ controllers as event handlers that call the pure reconcile functions of schedule
   one we wrote; the watch event of that write still reaches the handlers.
 - A relist (kopf's, after 410 Gone) drops what it did not bring back, as client-go's Replace: kopf's
   indexes never do, so once a relist of a kind shows, one LIST of ours finds the objects deleted while
-  the watch was down, and the handlers get the DELETED event kopf lost (``Controllers.relisted``).
+  the watch was down, and the handlers get the DELETED event kopf lost; the other kinds get a probe
+  (one object), for a relist that listed nothing shows nothing (``Controllers.relisted``).
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -222,7 +223,7 @@ class Lister:
 
     def relisting(self, obj: Mapping[str, Any], checking: bool) -> bool:
         """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it shows a relist
-        that no LIST of ours (``replace``; ``checking``: one under way) has covered yet.  Not the initial
+        that no LIST of ours (``replace``; ``checking``: a full one under way or due) has covered yet.  Not the initial
         listing (indexed before the handlers started).  An object the handlers saw already since the
         current listing began is listed again: kopf lists an object once per listing, so a new relist
         began.  An object never seen was made while the watch was down: a relist, covered if our LIST
@@ -465,10 +466,10 @@ class Controllers:
                     return
                 items, resource_version = listed
                 if not full and items:
-                    gone: list[dict[str, Any]] = []  # the probe found objects: the kind's own relist shows
+                    gone: list[dict[str, Any]] = []  # not empty: a relist of the kind shows by its own events
                 else:
                     gone = lister.replace(items, resource_version)
-                log.info("relisted", kind=lister.name,
+                log.info("relist checked", kind=lister.name, probe=not full,
                          dropped=["/".join(filter(None, _ns_name_raw(o))) for o in gone])
                 for obj in gone:
                     if handler is not None:

@@ -249,6 +249,31 @@ async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
     await run(api, body)
 
 
+async def test_a_full_check_asked_for_before_a_probe_lists_is_that_list(api):
+    """A relist of queues shows first (pods get a probe), then the pods' own, before the probe's LIST went
+    out: that LIST is a full one, and the pod gone is dropped."""
+    from vcsched.kube.api import PODS, QUEUES
+
+    client = client_for(api, agent=CONTROLLER_AGENT)
+    ctl = Controllers(client, ControllerOptions())
+    default = api.put(queue("default"))
+    live = api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "live", "namespace": "ns"}})
+    gone = {"metadata": {"name": "gone", "namespace": "ns", "uid": "u-gone", "resourceVersion": "1"}}
+    ctl.pods.index = {("ns", "live"): [live], ("ns", "gone"): [gone]}
+    ctl.queues.index = {(None, "default"): [default]}
+    ctl.relist_target(ctl.pods, PODS.path(), None)
+    ctl.relist_target(ctl.queues, QUEUES.path(), None)
+    try:
+        ctl.relisted(ctl.queues)
+        ctl.relisted(ctl.pods)
+        await eventually(lambda: not ctl._relisting, "the checks done")
+        assert ctl.pods.get("ns", "gone") is None and ctl.pods.get("ns", "live") is not None
+        assert sorted(lists(api)) == ["list /api/v1/pods", "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+    finally:
+        await ctl.close()
+        await client.close()
+
+
 async def test_a_lister_tells_a_relist_and_drops_what_it_did_not_bring_back():
     def p(name: str, uid: str, rv: int) -> dict:
         return {"metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}}
