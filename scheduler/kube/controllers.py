@@ -10,6 +10,10 @@ controllers as event handlers that call the pure reconcile functions of schedule
   our own writes return (created pods and PodGroups, written Job status) is read at once (``Lister``
   keeps it until the index catches up), so the next request does not act on an older view than the
   one we wrote; the watch event of that write still reaches the handlers.
+- A relist (kopf's, after 410 Gone) drops what it did not bring back, as client-go's Replace: kopf's
+  indexes never do, so once a relist of a kind shows, one LIST of ours finds the objects deleted while
+  the watch was down, and the handlers get the DELETED event kopf lost; the other kinds get a probe
+  (one object), for a relist that listed nothing shows nothing (``Controllers.relisted``).
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -89,6 +93,14 @@ class _Timer:
     task: asyncio.Task[None] | None = None
 
 
+@dataclass(slots=True)
+class _Check:
+    """A check of one kind after a relist (``Controllers._drop_unlisted``)."""
+
+    full: bool  # a LIST of every object (else a probe: one object)
+    again: bool = False  # a full check is due once this one is done
+
+
 class SyncError(Exception):
     """A sync that cannot go on yet (a missing PVC): retried like an API error."""
 
@@ -146,7 +158,9 @@ class Lister:
     wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
     kopf calls them after the index holds the event; not the index function, whose result kopf stores
     only after it returned, while other objects' handlers may run).  An object we deleted before its
-    watch event came may show again until its DELETED event, as with Volcano's informers."""
+    watch event came may show again until its DELETED event, as with Volcano's informers.  An object
+    deleted while the watch was down is never removed from kopf's index: ``replace`` (after a relist)
+    hides it from then on (``_dropped``, until kopf's index lets it go on an event of it)."""
 
     def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
         self.name = name  # the kopf index's id: its handlers' kwarg
@@ -154,6 +168,12 @@ class Lister:
         self._extra = index_keys
         self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
+        # relists (kopf's listing events after the initial one): ``relisting`` and ``replace``
+        self._initial: set[str] = set()  # uids indexed before the handlers started, not yet handled
+        self._handling = False  # the handlers have started: the initial listing is all indexed
+        self._known: set[str] = set()  # uids the handlers saw since the current listing began
+        self._checked_at: int | None = None  # the resourceVersion of the last LIST ``replace`` was given
+        self._dropped: set[str] = set()  # uids a relist did not bring back that kopf's index still holds
 
     def keys(self, obj: Mapping[str, Any]) -> list[Key]:
         meta = obj.get("metadata") or {}
@@ -166,12 +186,31 @@ class Lister:
 
     async def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
         """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
+        if not self._handling:
+            self._initial.add((body.get("metadata") or {}).get("uid"))
         return self.filed(body)
 
-    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> None:
-        """An event the index holds now: our entries for that object it has caught up with go."""
+    def holds_objects(self) -> bool:
+        return bool(self.index) or bool(self._written)
+
+    def handlers_started(self) -> None:
+        """kopf calls the first handler once every initial listing is indexed (its readiness)."""
+        self._handling = True
+
+    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
+        """An event the index holds now: our entries for that object it has caught up with go.  False: an
+        event of an object a relist dropped (``replace``), whose deletion was handled then: not to handle."""
         key = _ns_name_raw(obj)
         uid = (obj.get("metadata") or {}).get("uid")
+        if uid in self._dropped:
+            if type_ == "DELETED":  # kopf's index lets it go now: so do we
+                self._dropped.discard(uid)
+            return False
+        self._initial.discard(uid)
+        if type_ == "DELETED":
+            self._known.discard(uid)
+        else:
+            self._known.add(uid)
         mine = self._written.get(key)
         if type_ == "DELETED":
             if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
@@ -180,11 +219,63 @@ class Lister:
                 del self._gone[key]
         elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
             del self._written[key]
+        return True
+
+    def relisting(self, obj: Mapping[str, Any], checking: bool) -> bool:
+        """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it shows a relist
+        that no LIST of ours (``replace``; ``checking``: a full one under way or due) has covered yet.  Not the initial
+        listing (indexed before the handlers started).  An object the handlers saw already since the
+        current listing began is listed again: kopf lists an object once per listing, so a new relist
+        began.  An object never seen was made while the watch was down: a relist, covered if our LIST
+        under way or done already holds it (a kopf listing is older than the LIST of ours it caused)."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid in self._initial:
+            return False
+        if uid in self._known:
+            self._known = set()
+            return True
+        rv = _resource_version(obj)
+        return not checking and (self._checked_at is None or rv is None or rv > self._checked_at)
+
+    def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str | None) -> list[dict[str, Any]]:
+        """client-go's Replace after a relist: ``items``, a LIST of the kind at ``resource_version``, made
+        after kopf's relist.  What the index (or our writes) holds that the LIST did not bring back, and
+        whose last known resourceVersion is not newer than the LIST's, was deleted meanwhile (a uid is
+        never reused): from now on it is not read; returned (its last known state), once."""
+        try:
+            listed_at = int(resource_version or "")
+        except ValueError:
+            return []
+        self._checked_at = listed_at
+        listed = {(o.get("metadata") or {}).get("uid") for o in items}
+        held: dict[str, dict[str, Any]] = {}
+        for store in self.index.values():
+            for obj in store:
+                held[(obj.get("metadata") or {}).get("uid")] = obj  # type: ignore[assignment, index]
+        for obj in self._written.values():
+            held.setdefault((obj.get("metadata") or {}).get("uid"), obj)
+        gone: list[dict[str, Any]] = []
+        for uid, obj in held.items():
+            rv = _resource_version(obj)
+            if uid is None or uid in listed or uid in self._dropped or rv is None or rv > listed_at:
+                continue
+            gone.append(obj)
+            self._known.discard(uid)
+            key = _ns_name_raw(obj)
+            if ((self._written.get(key) or {}).get("metadata") or {}).get("uid") == uid:
+                del self._written[key]
+            if self._gone.get(key) == uid:
+                del self._gone[key]
+            if any(((o.get("metadata") or {}).get("uid")) == uid for o in self.index.get(key, ())):
+                self._dropped.add(uid)  # kopf keeps it until an event of it (none may ever come)
+        return gone
 
     def indexed(self, key: Key) -> list[dict[str, Any]]:
         found: dict[tuple[str | None, str], dict[str, Any]] = {}
+        dropped = self._dropped
         for obj in self.index.get(key, ()):
-            found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
+            if not dropped or (obj.get("metadata") or {}).get("uid") not in dropped:
+                found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
         for k, mine in self._written.items():
             old = found.get(k)
             if old is not None and (_resource_version(old) or 0) >= (_resource_version(mine) or 0):
@@ -283,17 +374,21 @@ class Controllers:
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._relist_targets: dict[str, tuple[str, Handler | None]] = {}  # lister name → its LIST path, handler
+        self._relisting: dict[str, _Check] = {}  # lister name → its check under way
 
     @property
     def listers(self) -> list[Lister]:
         return [self.jobs, self.pods, self.podgroups, self.queues, self.priority_classes, *self.workloads.values()]
 
     def bind(self, indices: Mapping[str, Any]) -> None:
-        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read."""
+        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read;
+        called by every handler, so the handlers have started."""
         for lister in self.listers:
             index = indices.get(lister.name)
             if index is not None:
                 lister.index = index
+            lister.handlers_started()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -310,6 +405,95 @@ class Controllers:
     def timers(self) -> dict[str, list[tuple[str, js.Request]]]:
         """The armed delayed actions by job key (for tests and logs)."""
         return {k: [(t.action, t.request) for t in ts] for k, ts in self._timers.items() if ts}
+
+    # -- relists ------------------------------------------------------------------------------
+
+    def relist_target(self, lister: Lister, path: str, handler: Handler | None) -> None:
+        """Where ``lister``'s kind is listed (all namespaces) and its handler, for the checks after a relist."""
+        self._relist_targets[lister.name] = (path, handler)
+
+    def relisted(self, lister: Lister) -> None:
+        """kopf relisted ``lister``'s kind (after 410 Gone: its watch was down while the history moved
+        on): what it did not bring back goes (``_drop_unlisted``), one check at a time per kind.  The
+        first relist shown while no check is under way also probes every other kind that holds objects:
+        a relist that listed nothing (every object deleted while the watch was down) shows nothing."""
+        probe = not self._relisting
+        self._check(lister, full=True)
+        if probe:
+            for other in self.listers:
+                if other is not lister and other.name in self._relist_targets and other.holds_objects():
+                    self._check(other, full=False)
+
+    def _check(self, lister: Lister, full: bool) -> None:
+        check = self._relisting.get(lister.name)
+        if check is not None:
+            check.again = check.again or full
+            return
+        self._relisting[lister.name] = _Check(full)
+        self._spawn(self._drop_unlisted(lister))
+
+    def checking(self, lister: Lister) -> bool:
+        """A full check of ``lister``'s kind is under way or due: it covers the listing events so far."""
+        check = self._relisting.get(lister.name)
+        return check is not None and (check.full or check.again)
+
+    async def _drop_unlisted(self, lister: Lister) -> None:
+        """Why a LIST of our own: kopf drops no index entry on a relist and tells no one when a relist is
+        over: kopf/_cogs/clients/watching.py yields a LISTED mark after each listing, but
+        kopf/_core/reactor/queueing.py uses it only to drop the kind's readiness toggle and passes it to
+        no handler or index; kopf/_core/engines/indexing.py removes an object only on its DELETED event;
+        and kopf has no hook or setting for it.  So once a relist shows in the handlers
+        (``Lister.relisting``: kopf's listing events, ``type`` None, after the initial listing), one LIST
+        of the kind through our client, made after kopf's: what the index holds that this LIST did not
+        bring back is dropped from the Lister (``Lister.replace``), and the handler gets the DELETED
+        event kopf lost (a deleted pod re-syncs its Job, a deleted PodGroup its queue).  A relist that
+        lists nothing gives the handlers no event at all: the other kinds get a probe (not ``full``: a
+        LIST of one object) when a relist shows, and one that finds its kind empty drops all it held.
+        No LIST unless kopf relisted."""
+        path, handler = self._relist_targets[lister.name]
+        check = self._relisting[lister.name]
+        try:
+            while True:
+                full = check.full = check.full or check.again  # asked for before this LIST: it covers that
+                check.again = False
+                listed: tuple[list[dict[str, Any]], str | None] = ([], None)
+
+                async def once() -> None:
+                    nonlocal listed
+                    listed = await self._list_all(path, probe=not full)
+
+                if await self._retrying(f"list {lister.name} after a relist", once) is not None:
+                    return
+                items, resource_version = listed
+                if not full and items:
+                    gone: list[dict[str, Any]] = []  # not empty: a relist of the kind shows by its own events
+                else:
+                    gone = lister.replace(items, resource_version)
+                log.info("relist checked", kind=lister.name, probe=not full,
+                         dropped=["/".join(filter(None, _ns_name_raw(o))) for o in gone])
+                for obj in gone:
+                    if handler is not None:
+                        try:
+                            await handler(type="DELETED", body=obj)
+                        except Exception:  # as kopf does with an on.event handler's error: logged, not retried
+                            log.exception("deletion after a relist not handled", kind=lister.name,
+                                          object="/".join(filter(None, _ns_name_raw(obj))))
+                if not check.again:
+                    return
+        finally:
+            self._relisting.pop(lister.name, None)
+
+    async def _list_all(self, path: str, probe: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+        """Every object at ``path`` (paged; ``probe``: the first one only) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            doc = await self.client.request("GET", path, query={"limit": 1 if probe else 500, "continue": cont})
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None or probe:
+                return items, meta.get("resourceVersion")
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -924,8 +1108,12 @@ def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistr
         if index is not None:
             kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
         if handler is not None or index is not None:  # an index's own on.event: its ``seen``
+            lister = listers.get(index or "")
+            handler_fn = getattr(ctl, handler) if handler else None
+            if lister is not None:
+                ctl.relist_target(lister, Kind(group, version, plural, namespaced=False).path(), handler_fn)
             kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
-                _bound(ctl, listers.get(index or ""), getattr(ctl, handler) if handler else None))
+                _bound(ctl, lister, handler_fn))
     return registry
 
 
@@ -933,7 +1121,10 @@ def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> 
     async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
         ctl.bind(kwargs)
         if lister is not None:
-            lister.seen(type, body)
+            if type is None and lister.relisting(body, ctl.checking(lister)):
+                ctl.relisted(lister)
+            if not lister.seen(type, body):
+                return
         if handler is not None:
             await handler(type=type, body=body)
     return on_event

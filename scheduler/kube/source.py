@@ -5,8 +5,9 @@ complete (no session before sync), and a relist after ``410 Gone`` must delete
 what vanished while the stream was down.  kopf's event handlers give neither, so
 each resource gets a small reflector:
 
-- list (paged), replace the store (objects missing from the list are deleted),
-  then watch from the list's resourceVersion with bookmarks;
+- list (paged), replace the store (objects missing from the list are deleted, and
+  so is one the list brings back under the same name with another uid: made
+  again meanwhile), then watch from the list's resourceVersion with bookmarks;
 - a stream that ends or breaks resumes from the last resourceVersion seen, after
   a backoff when it broke; ``410 Gone`` (as an HTTP status or an ERROR event)
   relists;
@@ -53,6 +54,10 @@ def _rv(obj: Mapping[str, Any]) -> int | None:
         return int((obj.get("metadata") or {}).get("resourceVersion"))
     except (TypeError, ValueError):
         return None
+
+
+def _uid(obj: Mapping[str, Any]) -> str | None:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 @dataclass(slots=True)
@@ -135,7 +140,11 @@ class Reflector:
 
     def _upsert(self, key: str, obj: dict[str, Any]) -> bool:
         old = self.store.get(key)
-        if old is not None:
+        if old is not None and _uid(old) != _uid(obj):
+            # deleted and made again under its name while the watch was down (a relist brings the new
+            # one only): the old one is deleted first, as the cache keeps pods by uid
+            self.handler.delete(old)
+        elif old is not None:
             old_rv, new_rv = _rv(old), _rv(obj)
             if old_rv is not None and new_rv is not None and new_rv <= old_rv:
                 return False  # a replay of what we hold, or older

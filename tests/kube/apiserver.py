@@ -19,9 +19,9 @@ Kubernetes requests itself:
 - PUT with a stale resourceVersion → 409; DELETE honours a uid precondition;
 - lists honour equality and existence label selectors;
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;
-- injected faults: an HTTP status or a delay (after which the request still
-  takes effect, like a reply lost to a client timeout, even when the client
-  has disconnected meanwhile) for matching requests.
+- injected faults: an HTTP status or a delay or a gate the test opens (after
+  which the request still takes effect, like a reply lost to a client timeout,
+  even when the client has disconnected meanwhile) for matching requests.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class Fault:
     times: int = 1
     hits: int = 0
     released: int = 0  # hits whose delay is over
+    gate: asyncio.Event | None = None  # hold the request until the test sets it (then as for a delay)
 
 
 @dataclass
@@ -158,8 +159,9 @@ class ApiServer(KubernetesEmulator):
         obj = self.objects_.pop(key)
         self._emit((group, plural), "DELETED", self._stamp(obj))
 
-    def fail(self, match: Callable[[Request], bool], status: int = 0, delay: float = 0.0, times: int = 1) -> Fault:
-        f = Fault(match, status, delay, times)
+    def fail(self, match: Callable[[Request], bool], status: int = 0, delay: float = 0.0, times: int = 1,
+             gate: asyncio.Event | None = None) -> Fault:
+        f = Fault(match, status, delay, times, gate=gate)
         self.faults.append(f)
         return f
 
@@ -213,7 +215,7 @@ class ApiServer(KubernetesEmulator):
         for f in self.faults:
             if f.hits < f.times and f.match(request):
                 f.hits += 1
-                if f.delay:
+                if f.delay or f.gate is not None:
                     # held, then carried out even if the client has gone meanwhile (a kube-apiserver
                     # does not undo a write because its client disconnected)
                     held = asyncio.ensure_future(self._held(f, request))
@@ -228,6 +230,8 @@ class ApiServer(KubernetesEmulator):
 
     async def _held(self, f: Fault, request: Request) -> aiohttp.web.StreamResponse:
         await asyncio.sleep(f.delay)
+        if f.gate is not None:
+            await f.gate.wait()
         f.released += 1
         if f.status:
             return _status(f.status, "Injected", f"injected {f.status}")

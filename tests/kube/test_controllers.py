@@ -80,8 +80,8 @@ class Feed:
             if kind in self.watched:
                 self.index(*kind, event["type"], event["object"])
                 lister, handler = self.watched[kind]
-                if lister is not None:
-                    lister.seen(event["type"], event["object"])
+                if lister is not None and not lister.seen(event["type"], event["object"]):
+                    continue  # an object a relist dropped: handled then
                 if handler is not None:
                     await handler(type=event["type"], body=event["object"])
 
