@@ -162,13 +162,17 @@ async def test_a_pod_deleted_between_kopfs_relist_and_ours_is_handled_once(api):
     await run(api, body, _CountingDeletions)
 
 
-async def test_a_podgroup_deleted_during_a_watch_gap_no_longer_holds_its_queue_closing(api):
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(queue("q1"))
-    for name in ("pg1", "pg2"):
+def queues_and_podgroups(api: ApiServer, *podgroups: tuple[str, str]) -> None:
+    """The default, root and q1 Queues, and PodGroups (name, queue) in namespace ns."""
+    for name in ("default", "root", "q1"):
+        api.put(queue(name))
+    for name, q in podgroups:
         api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1, "queue": q}})
+
+
+async def test_a_podgroup_deleted_during_a_watch_gap_no_longer_holds_its_queue_closing(api):
+    queues_and_podgroups(api, ("pg1", "q1"), ("pg2", "q1"))
 
     async def body(ctl: Controllers) -> None:
         api.put(command("close", "CloseQueue", "Queue", "q1"))
@@ -187,12 +191,7 @@ async def test_a_podgroup_deleted_during_a_watch_gap_no_longer_holds_its_queue_c
 
 async def test_the_last_podgroup_of_a_queue_deleted_during_a_gap_closes_it(api):
     """The relist of PodGroups brings back other queues' PodGroups only: the deleted one still goes."""
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(queue("q1"))
-    for name, q in (("pg1", "q1"), ("other", "default")):
-        api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                 "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 1, "queue": q}})
+    queues_and_podgroups(api, ("pg1", "q1"), ("other", "default"))
 
     async def body(ctl: Controllers) -> None:
         api.put(command("close", "CloseQueue", "Queue", "q1"))
@@ -208,11 +207,7 @@ async def test_the_last_podgroup_of_a_queue_deleted_during_a_gap_closes_it(api):
 async def test_a_relist_bringing_only_objects_made_during_the_gap_still_drops_the_deleted(api):
     """Every PodGroup the handlers knew is gone and a new one came while the watch was down: the relist
     lists no known object, its new one shows it."""
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(queue("q1"))
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    queues_and_podgroups(api, ("pg1", "q1"))
 
     async def body(ctl: Controllers) -> None:
         api.put(command("close", "CloseQueue", "Queue", "q1"))
@@ -233,11 +228,7 @@ async def test_a_relist_bringing_only_objects_made_during_the_gap_still_drops_th
 async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
     """No 410 (the history still holds the resourceVersion): kopf resumes, nothing is relisted, no LIST of ours,
     and a deletion while down comes as its DELETED event."""
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(queue("q1"))
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
+    queues_and_podgroups(api, ("pg1", "q1"))
 
     async def body(ctl: Controllers) -> None:
         await eventually(lambda: ctl.podgroups.count(("queue", "q1")) == 1, "pg1 counted")
