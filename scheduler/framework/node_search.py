@@ -200,8 +200,12 @@ class NodeSearch:
                     statuses = self.insufficient(short)
                 else:
                     statuses = predicate(task, node)
-                    if statuses and not any(s.code in FAILING_CODES for s in statuses):
-                        statuses = None
+                    if statuses:
+                        for st in statuses:
+                            if st.code in FAILING_CODES:
+                                break
+                        else:
+                            statuses = None
             if statuses:
                 failed[node.name] = statuses
                 continue
