@@ -71,6 +71,9 @@ class NodeSearch:
         # "Insufficient <name>" statuses, one read-only list per resource name, shared by every
         # (task, node) pair that fails on it (a failing task records one per node)
         self._insufficient: dict[str, list[Status]] = {}
+        # the direct search's resource check per request: (node generation, its "Insufficient"
+        # statuses or None) per node index; a task that fits nowhere checks every node, its likes follow
+        self._shortfalls: dict[tuple, tuple[list[int], list[list[Status] | None]]] = {}
         # seconds spent in predicates and in scoring, for the per-task stage durations
         self.predicate_time = 0.0
         self.scoring_time = 0.0
@@ -185,7 +188,12 @@ class NodeSearch:
         processed = 0
         started = perf_counter()
         # ``check`` inlined (a task that fits nowhere runs this for every node)
-        resreq, predicate, future_entry, k = task.resreq, ssn.predicate, self.future_entry, self.k
+        resreq, predicate, k = task.resreq, ssn.predicate, self.k
+        key = (resreq.milli_cpu, resreq.memory, tuple(resreq.scalars.items()))
+        shortfalls = self._shortfalls.get(key)
+        if shortfalls is None:
+            shortfalls = self._shortfalls[key] = ([-1] * n, [None] * n)
+        gens, shorts = shortfalls
         for i in range(n):
             j = start + i
             if j >= n:
@@ -195,10 +203,13 @@ class NodeSearch:
             if predicate_only:
                 statuses = self.predicate_failure(task, node)
             else:
-                short = resreq.first_shortfall(future_entry(j, node)[1])
-                if short is not None:
-                    statuses = self.insufficient(short)
+                if gens[j] == node.generation:
+                    statuses = shorts[j]
                 else:
+                    short = resreq.first_shortfall(self.future_entry(j, node)[1])
+                    statuses = shorts[j] = None if short is None else self.insufficient(short)
+                    gens[j] = node.generation
+                if statuses is None:
                     statuses = predicate(task, node)
                     if statuses:
                         for st in statuses:
