@@ -300,6 +300,9 @@ def bench(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"vcsched bench: --pods: expected one integer without --trace, got {' '.join(raw)}", file=sys.stderr)
         return 2
+    if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
+        print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
+        return 2
     try:
         res = run(args)
     except (ConfError, OSError) as e:

@@ -18,6 +18,7 @@ import pytest
 import structlog
 
 from vcsched.bench import ASCEND310P_SCHEDULER_CONF, build_cluster
+from vcsched.cli import main
 from vcsched.conf import parse_conf
 
 from .bench_cluster import run_cycles
@@ -44,6 +45,16 @@ def test_bench_builds_what_mindcluster_publishes():
     assert n["status"]["capacity"]["huawei.com/npu-core"] == "24"
     assert all(p["metadata"]["labels"]["ring-controller.atlas"] == "ascend-310P" for p in pods)
     assert {p["spec"]["containers"][0]["resources"]["limits"]["huawei.com/npu-core"] for p in pods} >= {"1", "2", "4"}
+
+
+def test_bench_command_runs_the_shape_and_refuses_bad_counts(capsys):
+    with structlog.testing.capture_logs():
+        assert main(["bench", "--nodes", "4", "--pods", "40", "--ascend310p-chips", "2", "-o", "json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert 0 < res["pods_placed"] < 40  # more demand than the chips hold
+    for bad in (["--ascend310p-chips", "-1"], ["--ascend310p-chips", "2", "--gpus-per-node", "8"]):
+        assert main(["bench", "--nodes", "2", "--pods", "4", *bad]) == 2
+        assert "--ascend310p-chips" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("nodes, chips, pods, gang, binds, digest", [
