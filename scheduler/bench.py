@@ -69,6 +69,16 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
                 "volcano.sh/vgpu-memory": str(args.gpus_per_node * args.gpu_memory),
                 "volcano.sh/vgpu-cores": str(args.gpus_per_node * 100),
             })
+    npu_chips = getattr(args, "ascend310p_chips", 0)
+    if npu_chips > 0:
+        chips = ",".join(f"Ascend310P-{c}" for c in range(npu_chips))
+        for n in nodes:
+            # what MindCluster's device plugin publishes (spec/devices.md §4.4)
+            n["metadata"]["labels"].update({"accelerator": "huawei-Ascend310P", "servertype": "Ascend310P-8",
+                                            "node.kubernetes.io/npu.chip.name": "310P3"})
+            n["metadata"]["annotations"] = {"huawei.com/Ascend310P": chips}
+            n["status"]["allocatable"]["huawei.com/npu-core"] = str(npu_chips * 8)
+            n["status"]["capacity"] = dict(n["status"]["allocatable"])
     podgroups, pods = [], []
     gang = max(1, min(args.gang_size, args.pods))
     created = SIM_EPOCH
@@ -80,6 +90,12 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
             gmem, gcores = rng.choice(gpu_mix)
             resources["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(gmem),
                                    "volcano.sh/vgpu-cores": str(gcores)}
+            resources["requests"].update(resources["limits"])
+        labels: dict[str, str] = {}
+        if npu_chips > 0:
+            cores, extra = rng.choice(ASCEND310P_REQUESTS)
+            labels = {"ring-controller.atlas": "ascend-310P", **extra}
+            resources["limits"] = {"huawei.com/npu-core": str(cores)}
             resources["requests"].update(resources["limits"])
         name = f"job-{j:05d}"
         created += 1
@@ -104,6 +120,8 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
                 },
                 "status": {"phase": "Pending"},
             })
+            if labels:
+                pods[-1]["metadata"]["labels"] = labels
     return nodes, podgroups, pods
 
 
@@ -180,8 +198,27 @@ GPU_SCHEDULER_CONF = DEFAULT_SCHEDULER_CONF + """\
 """
 
 
+# --ascend310p-chips: every 310P vNPU template (spec/devices.md §6.9.3) and whole chips, as
+# (npu-core, pod labels); about five cores a pod on average, so 10000 pods ask three times what
+# 500 nodes of 4 chips hold, and a node takes one template at a time: most pods stay pending
+ASCEND310P_REQUESTS: tuple[tuple[int, dict[str, str]], ...] = (
+    (1, {}), (2, {}), (2, {"vnpu-level": "high"}), (4, {}), (4, {"vnpu-level": "high"}),
+    (4, {"vnpu-dvpp": "yes"}), (4, {"vnpu-dvpp": "no"}), (8, {}), (16, {}),
+)
+
+# the default conf plus deviceshare (MindCluster 310P dynamic vNPU, batch score) for --ascend310p-chips
+ASCEND310P_SCHEDULER_CONF = DEFAULT_SCHEDULER_CONF + """\
+  - name: deviceshare
+    arguments:
+      deviceshare.AscendMindClusterVNPUEnable: true
+      deviceshare.ScheduleWeight: 10
+"""
+
+
 def run(args: argparse.Namespace) -> BenchResult:
     conf_text = GPU_SCHEDULER_CONF if getattr(args, "gpus_per_node", 0) > 0 else DEFAULT_SCHEDULER_CONF
+    if getattr(args, "ascend310p_chips", 0) > 0:
+        conf_text = ASCEND310P_SCHEDULER_CONF
     if args.conf:
         with open(args.conf, encoding="utf-8") as f:
             conf_text = f.read()
@@ -263,6 +300,9 @@ def bench(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"vcsched bench: --pods: expected one integer without --trace, got {' '.join(raw)}", file=sys.stderr)
         return 2
+    if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
+        print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
+        return 2
     try:
         res = run(args)
     except (ConfError, OSError) as e:
@@ -303,6 +343,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--gpu-split", type=int, default=10, help="deviceSplitCount: pods per GPU")
     p.add_argument("--gpu-request-mix", default="2048:10,4096:20,8192:25,10240:0",
                    help="comma-separated MEM[:CORES] per-pod vGPU requests to draw from")
+    p.add_argument("--ascend310p-chips", type=int, default=0, metavar="N",
+                   help="Ascend 310P: N chips of 8 cores per node (MindCluster annotations); each pod then asks a "
+                        "310P vNPU template or whole chips, with dynamic vNPU and ScheduleWeight 10")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-cycles", type=int, default=20)
     p.add_argument("--preempt", type=int, default=0, metavar="N",

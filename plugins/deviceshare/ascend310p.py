@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -145,8 +145,9 @@ def is_whole_card_value(value: str) -> bool:
     return any("-" not in item for item in value.split(","))
 
 
-@dataclass(slots=True, frozen=True)
-class NPURequest:
+class NPURequest(NamedTuple):
+    """A pod's 310P request; a tuple, so that the filter's per-request verdict cache hashes it cheaply."""
+
     cores: int  # the first non-zero requests[npu-core] over the containers, 0 if none
     dvpp: str | None  # label vnpu-dvpp, as written
     level: str | None  # label vnpu-level, as written
@@ -377,10 +378,25 @@ class MindClusterFamily(DeviceFamily):
         self.preset_virtual_device = preset
 
 
+@dataclass(slots=True, frozen=True)
+class Verdict:
+    """The filter's answer for one request on one node: the failure (None: fits), whether its
+    reason starts with the pod's name (then the filter prefixes it), and whether the request was
+    downgraded (the pod's name goes into DowngradeCache)."""
+
+    failed: FilterResult | None
+    names_pod: bool
+    downgrade: bool
+
+    @staticmethod
+    def fail(reason: str, names_pod: bool = False, downgrade: bool = False) -> "Verdict":
+        return Verdict(FilterResult(StatusCode.Error, reason), names_pod, downgrade)
+
+
 class NPUDevices(NodeDevices):
     key = KEY
     __slots__ = ("family", "model", "allocation", "con_cache", "holders", "chips", "downgrade", "node", "_not_meet",
-                 "_verdicts")
+                 "_verdicts", "_verdicts_idle")
 
     def __init__(self, family: MindClusterFamily, model: NodeModel, allocation: dict[str, str],
                  con_cache: dict[str, set[str]], holders: dict[str, str]) -> None:
@@ -394,8 +410,10 @@ class NPUDevices(NodeDevices):
         self.node: NodeInfo | None = None
         # IsNodeNotMeetRes per request, valid until the chips change (a failing pod asks every node)
         self._not_meet: dict[VResource, bool] = {}
-        # the filter's verdict per (request, idle cores), valid until the chips or ConCache change
-        self._verdicts: dict[tuple[NPURequest, int | None], tuple[str | None, bool, bool]] = {}
+        # the filter's verdict per request, for the node's idle npu-core in _verdicts_idle; valid until
+        # the chips or ConCache change: a pod that fits nowhere asks every node, and so do its likes
+        self._verdicts: dict[NPURequest, Verdict] = {}
+        self._verdicts_idle: float | None = None
 
     def clone(self) -> "NPUDevices":
         return NPUDevices(self.family, self.model, dict(self.allocation),
@@ -409,6 +427,7 @@ class NPUDevices(NodeDevices):
         self.downgrade = set()
         self._not_meet = {}
         self._verdicts = {}
+        self._verdicts_idle = None
         m = self.model
         chips: dict[int, VChip] = {}
         self.chips = chips
@@ -603,13 +622,6 @@ class NPUDevices(NodeDevices):
             return not (res.aicore // m.core_per_chip <= free)
         return not any(c.meets(res) and not c.unstable for c in chips.values())
 
-    def _idle_cores(self) -> float | None:
-        node = self.node
-        if node is None:
-            raise RuntimeError(f"{KEY} on node {self.model.name}: open_session was not called")
-        # Volcano's device holds the session node's Idle scalar map itself, so this is live
-        return node.idle.scalars.get(NPU_CORE)
-
     def filter(self, task: TaskInfo, req: NPURequest, policy: str) -> FilterResult | None:
         """``FilterNode``: code 1 (Error) on every failure.
 
@@ -617,30 +629,36 @@ class NPUDevices(NodeDevices):
         empty reason for the others (the error text only reaches its V(4) log); vcsched shows
         the error text, prefixed by Volcano's reason when it has one.
         """
-        idle = self._idle_cores()
-        key = (req, None if idle is None else int(idle / 1000))
-        verdict = self._verdicts.get(key)
+        node = self.node
+        if node is None:
+            raise RuntimeError(f"{KEY} on node {self.model.name}: open_session was not called")
+        # Volcano's device holds the session node's Idle scalar map itself, so this is live
+        idle = node.idle.scalars.get(NPU_CORE)
+        verdicts = self._verdicts
+        if idle != self._verdicts_idle:
+            verdicts.clear()
+            self._verdicts_idle = idle
+        verdict = verdicts.get(req)
         if verdict is None:
-            verdict = self._verdicts[key] = self._verdict(req, key[1])
-        reason, names_pod, downgrade = verdict
-        if downgrade:
+            verdict = verdicts[req] = self._verdict(req, None if idle is None else int(idle / 1000))
+        if verdict.downgrade:
             self.downgrade.add(task.name)
-        if reason is None:
-            return None
-        return FilterResult(StatusCode.Error, f"{task.name} {reason}" if names_pod else reason)
+        failed = verdict.failed
+        if failed is None or not verdict.names_pod:
+            return failed
+        return FilterResult(StatusCode.Error, f"{task.name} {failed.reason}")
 
-    def _verdict(self, req: NPURequest, idle: int | None) -> tuple[str | None, bool, bool]:
-        """(reason or None, whether the reason starts with the pod's name, downgraded): what the
-        filter decides for a request on this node as it is; kept until the chips change."""
+    def _verdict(self, req: NPURequest, idle: int | None) -> "Verdict":
+        """What the filter decides for a request on this node as it is; kept until the chips change."""
         if idle is None:
-            return f"preCheckNodePredicate failure: not have {NPU_CORE}", False, False
+            return Verdict.fail(f"preCheckNodePredicate failure: not have {NPU_CORE}")
         if idle < req.cores:
-            return f"preCheckNodePredicate failure: node not meet task request {NPU_CORE}:{req.cores}", False, False
+            return Verdict.fail(f"preCheckNodePredicate failure: node not meet task request {NPU_CORE}:{req.cores}")
         res = self.pod_resource(req)
         if isinstance(res, str):
-            return res, False, False
+            return Verdict.fail(res)
         if not self.model.valid:
-            return "checkNodeNPUByDyTask invalid VNode", False, False
+            return Verdict.fail("checkNodeNPUByDyTask invalid VNode")
         downgrade = False
         if self.not_meet(res) and can_downgrade(res):
             downgrade = True
@@ -649,10 +667,11 @@ class NPUDevices(NodeDevices):
         if self.con_cache:
             template = template_for(res)
             if template is None:
-                return f"{res.go()} not get template", False, downgrade
+                return Verdict.fail(f"{res.go()} not get template", downgrade=downgrade)
             if not (len(self.con_cache) == 1 and template in self.con_cache):
-                return f"is using {self.model.name}, and not rewrite", True, downgrade
-        return None, False, downgrade
+                return Verdict.fail(f"is using {self.model.name}, and not rewrite", names_pod=True,
+                                    downgrade=downgrade)
+        return Verdict(None, False, downgrade)
 
     # -- allocate / release ------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .types import StatusCode
@@ -25,7 +25,7 @@ class FitError:
     namespace: str
     task_name: str
     node_name: str
-    statuses: list[Status]
+    statuses: Sequence[Status]
 
     @property
     def reasons(self) -> list[str]:
@@ -40,27 +40,48 @@ class FitError:
 
 @dataclass(slots=True)
 class FitErrors:
-    """The fit errors of one task over the nodes that rejected it."""
+    """The fit errors of one task over the nodes that rejected it.
 
-    nodes: dict[str, FitError] = field(default_factory=dict)
+    Kept as node name → statuses (a task failing everywhere records one entry per node, for
+    every pending task of a session): the node search may hand the same read-only statuses
+    list to many nodes and tasks, and ``FitError`` objects are built only when asked for.
+    ``error()`` is computed once.
+    """
+
     err: str = ""
+    namespace: str = ""
+    task_name: str = ""
+    statuses: dict[str, Sequence[Status]] = field(default_factory=dict)
+    _error: str | None = None
 
     def set_node_error(self, fe: FitError) -> None:
-        self.nodes[fe.node_name] = fe
+        self.namespace, self.task_name = fe.namespace, fe.task_name
+        self.statuses[fe.node_name] = fe.statuses
+        self._error = None
+
+    @property
+    def nodes(self) -> dict[str, FitError]:
+        return {name: FitError(self.namespace, self.task_name, name, list(st)) for name, st in self.statuses.items()}
 
     def unresolvable_nodes(self) -> set[str]:
         return {
-            name for name, fe in self.nodes.items()
-            if any(s.code == StatusCode.UnschedulableAndUnresolvable for s in fe.statuses)
+            name for name, st in self.statuses.items()
+            if any(s.code == StatusCode.UnschedulableAndUnresolvable for s in st)
         }
 
     def error(self) -> str:
         """``FitErrors.Error()``: ``0/N nodes are unavailable: <sorted histogram>.``"""
-        head = self.err or f"0/{len(self.nodes)} nodes are unavailable"
-        if not self.nodes:
+        if self._error is None:
+            self._error = self._build_error()
+        return self._error
+
+    def _build_error(self) -> str:
+        head = self.err or f"0/{len(self.statuses)} nodes are unavailable"
+        if not self.statuses:
             return head
-        counts: Counter[str] = Counter()
-        for fe in self.nodes.values():
-            counts.update(s.reason for s in fe.statuses)
+        counts: dict[str, int] = {}
+        for st in self.statuses.values():
+            for s in st:
+                counts[s.reason] = counts.get(s.reason, 0) + 1
         histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
         return f"{head}: {', '.join(histogram)}."

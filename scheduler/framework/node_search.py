@@ -22,10 +22,11 @@ in search order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
-from ..api.fit_errors import FitError, FitErrors, Status
+from ..api.fit_errors import FitErrors, Status
 from ..api.node_info import NodeInfo
 from ..api.resource import Resource
 from ..api.task_info import TaskInfo
@@ -67,6 +68,12 @@ class NodeSearch:
         # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
         # re-checks the node
         self._future: list[tuple[int, Resource, bool] | None] = [None] * len(self.nodes)
+        # "Insufficient <name>" statuses, one read-only list per resource name, shared by every
+        # (task, node) pair that fails on it (a failing task records one per node)
+        self._insufficient: dict[str, list[Status]] = {}
+        # the direct search's resource check per request: (node generation, its "Insufficient"
+        # statuses or None) per node index; a task that fits nowhere checks every node, its likes follow
+        self._shortfalls: dict[tuple, tuple[list[int], list[list[Status] | None]]] = {}
         # seconds spent in predicates and in scoring, for the per-task stage durations
         self.predicate_time = 0.0
         self.scoring_time = 0.0
@@ -90,11 +97,18 @@ class NodeSearch:
             return self.future_entry(i, node)[1]
         return node.future_idle()
 
+    def insufficient(self, name: str) -> list[Status]:
+        """``[Status(Unschedulable, "Insufficient <name>")]``, shared: read it, do not change it."""
+        st = self._insufficient.get(name)
+        if st is None:
+            st = self._insufficient[name] = [Status(StatusCode.Unschedulable, f"Insufficient {name}")]
+        return st
+
     def check(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
         """The allocate predicate: resources against FutureIdle, then the plugins."""
         short = task.resreq.first_shortfall(self.future_idle(node))
         if short is not None:
-            return [Status(StatusCode.Unschedulable, f"Insufficient {short}")]
+            return self.insufficient(short)
         statuses = self.ssn.predicate(task, node)
         if statuses and any(s.code in FAILING_CODES for s in statuses):
             return statuses
@@ -107,19 +121,18 @@ class NodeSearch:
 
     def pre_predicate_errors(self, task: TaskInfo, err: str) -> FitErrors:
         """A PrePredicate failure, recorded against every node."""
-        fe = FitErrors()
-        for node in self.nodes:
-            fe.set_node_error(FitError(task.namespace, task.name, node.name, [Status(StatusCode.Error, err)]))
-        return fe
+        statuses = [Status(StatusCode.Error, err)]
+        return FitErrors(namespace=task.namespace, task_name=task.name,
+                         statuses={node.name: statuses for node in self.nodes})
 
     def fit_errors(self, task: TaskInfo, nodes: list[NodeInfo], predicate_only: bool = False) -> FitErrors:
-        fe = FitErrors()
+        failed = {}
         check = self.predicate_failure if predicate_only else self.check
         for node in nodes:
             statuses = check(task, node)
             if statuses:
-                fe.set_node_error(FitError(task.namespace, task.name, node.name, statuses))
-        return fe
+                failed[node.name] = statuses
+        return FitErrors(namespace=task.namespace, task_name=task.name, statuses=failed)
 
     def shareable(self, task: TaskInfo) -> bool:
         """May this task's verdicts be shared with its shape?
@@ -171,21 +184,48 @@ class NodeSearch:
         n = len(nodes)
         start = ssn.state.next_start_node % n
         feasible: list[NodeInfo] = []
-        fe = FitErrors()
+        failed: dict[str, Sequence[Status]] = {}
         processed = 0
         started = perf_counter()
+        # ``check`` inlined (a task that fits nowhere runs this for every node)
+        resreq, predicate, k = task.resreq, ssn.predicate, self.k
+        key = (resreq.milli_cpu, resreq.memory, tuple(resreq.scalars.items()))
+        shortfalls = self._shortfalls.get(key)
+        if shortfalls is None:
+            shortfalls = self._shortfalls[key] = ([-1] * n, [None] * n)
+        gens, shorts = shortfalls
         for i in range(n):
-            node = nodes[(start + i) % n]
+            j = start + i
+            if j >= n:
+                j -= n
+            node = nodes[j]
             processed += 1
-            statuses = self.predicate_failure(task, node) if predicate_only else self.check(task, node)
+            if predicate_only:
+                statuses = self.predicate_failure(task, node)
+            else:
+                if gens[j] == node.generation:
+                    statuses = shorts[j]
+                else:
+                    short = resreq.first_shortfall(self.future_entry(j, node)[1])
+                    statuses = shorts[j] = None if short is None else self.insufficient(short)
+                    gens[j] = node.generation
+                if statuses is None:
+                    statuses = predicate(task, node)
+                    if statuses:
+                        for st in statuses:
+                            if st.code in FAILING_CODES:
+                                break
+                        else:
+                            statuses = None
             if statuses:
-                fe.set_node_error(FitError(task.namespace, task.name, node.name, statuses))
+                failed[node.name] = statuses
                 continue
-            if len(feasible) == self.k:
+            if len(feasible) == k:
                 break  # Volcano stops at the first feasible node beyond numToFind
             feasible.append(node)
         ssn.state.next_start_node = (start + processed) % n
         self.predicate_time += perf_counter() - started
+        fe = FitErrors(namespace=task.namespace, task_name=task.name, statuses=failed)
         if not feasible:
             return fe
         if predicate_only:
