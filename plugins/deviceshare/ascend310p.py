@@ -380,17 +380,16 @@ class MindClusterFamily(DeviceFamily):
 
 @dataclass(slots=True, frozen=True)
 class Verdict:
-    """The filter's answer for one request on one node: the failure (None: fits), whether its
-    reason starts with the pod's name (then the filter prefixes it), and whether the request was
-    downgraded (the pod's name goes into DowngradeCache)."""
+    """The filter's answer for one request on one node: the failure (None: fits; its reason may
+    follow the pod's name) and whether the request was downgraded (the pod's name goes into
+    DowngradeCache)."""
 
     failed: FilterResult | None
-    names_pod: bool
     downgrade: bool
 
     @staticmethod
     def fail(reason: str, names_pod: bool = False, downgrade: bool = False) -> "Verdict":
-        return Verdict(FilterResult(StatusCode.Error, reason), names_pod, downgrade)
+        return Verdict(FilterResult(StatusCode.Error, reason, names_pod), downgrade)
 
 
 class NPUDevices(NodeDevices):
@@ -643,10 +642,7 @@ class NPUDevices(NodeDevices):
             verdict = verdicts[req] = self._verdict(req, None if idle is None else int(idle / 1000))
         if verdict.downgrade:
             self.downgrade.add(task.name)
-        failed = verdict.failed
-        if failed is None or not verdict.names_pod:
-            return failed
-        return FilterResult(StatusCode.Error, f"{task.name} {failed.reason}")
+        return verdict.failed
 
     def _verdict(self, req: NPURequest, idle: int | None) -> "Verdict":
         """What the filter decides for a request on this node as it is; kept until the chips change."""
@@ -671,7 +667,7 @@ class NPUDevices(NodeDevices):
             if not (len(self.con_cache) == 1 and template in self.con_cache):
                 return Verdict.fail(f"is using {self.model.name}, and not rewrite", names_pod=True,
                                     downgrade=downgrade)
-        return Verdict(None, False, downgrade)
+        return Verdict(None, downgrade)
 
     # -- allocate / release ------------------------------------------------------------------------------
 

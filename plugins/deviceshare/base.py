@@ -13,21 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from vcsched.api.fit_errors import Status
 from vcsched.api.quantity import QuantityError, parse_quantity, value
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import StatusCode
 
 
 class AllocateError(Exception):
     """The sub-allocator cannot allocate what its filter accepted (Volcano's Allocate error)."""
 
 
-@dataclass(slots=True)
-class FilterResult:
-    """A failed ``FilterNode``: Volcano's code and reason."""
-
-    code: StatusCode
-    reason: str
+# a failed ``FilterNode``: Volcano's code and reason (a reason may follow the pod's name, see ``Status``)
+FilterResult = Status
 
 
 @dataclass(slots=True)

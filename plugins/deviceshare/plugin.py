@@ -201,7 +201,7 @@ class DeviceSharePlugin(Plugin):
                     return [Status(StatusCode.Unschedulable, err)]
             failed = d.filter(task, req, policy)
             if failed is not None:
-                return [Status(failed.code, failed.reason)]
+                return [failed]
             if lock is not None and not locks_before_selection(lock):
                 err = self._lock_failure(task, node, lock)
                 if err is not None:

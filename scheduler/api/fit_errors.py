@@ -12,10 +12,17 @@ NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
 
 @dataclass(slots=True)
 class Status:
-    """One kube-style filter status: a code and its reason."""
+    """One kube-style filter status: a code and its reason.
+
+    ``names_task``: the reason follows the task's name ("<task> <reason>"), which is added where the
+    reason is read, so that the tasks of one shape can share the status."""
 
     code: StatusCode
     reason: str
+    names_task: bool = False
+
+    def text(self, task_name: str) -> str:
+        return f"{task_name} {self.reason}" if self.names_task else self.reason
 
 
 @dataclass(slots=True)
@@ -29,7 +36,7 @@ class FitError:
 
     @property
     def reasons(self) -> list[str]:
-        return [s.reason for s in self.statuses]
+        return [s.text(self.task_name) for s in self.statuses]
 
     def has_code(self, codes: frozenset[StatusCode]) -> bool:
         return any(s.code in codes for s in self.statuses)
@@ -53,6 +60,7 @@ class FitErrors:
     task_name: str = ""
     statuses: dict[str, Sequence[Status]] = field(default_factory=dict)
     _error: str | None = None
+    _names_task: bool = False  # a reason of the built message names the task
 
     def set_node_error(self, fe: FitError) -> None:
         self.namespace, self.task_name = fe.namespace, fe.task_name
@@ -62,6 +70,16 @@ class FitErrors:
     @property
     def nodes(self) -> dict[str, FitError]:
         return {name: FitError(self.namespace, self.task_name, name, list(st)) for name, st in self.statuses.items()}
+
+    def for_task(self, namespace: str, task_name: str) -> FitErrors:
+        """The same failure for another task of the same shape: the statuses are shared (read-only),
+        the message too unless a reason names the task."""
+        if namespace == self.namespace and task_name == self.task_name:
+            return self
+        other = FitErrors(self.err, namespace, task_name, self.statuses)
+        if self._error is not None and not self._names_task:
+            other._error = self._error
+        return other
 
     def unresolvable_nodes(self) -> set[str]:
         return {
@@ -80,8 +98,14 @@ class FitErrors:
         if not self.statuses:
             return head
         counts: dict[str, int] = {}
+        task = self.task_name
         for st in self.statuses.values():
             for s in st:
-                counts[s.reason] = counts.get(s.reason, 0) + 1
+                if s.names_task:
+                    self._names_task = True
+                    reason = s.text(task)
+                else:
+                    reason = s.reason
+                counts[reason] = counts.get(reason, 0) + 1
         histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
         return f"{head}: {', '.join(histogram)}."

@@ -461,7 +461,7 @@ class ShapeIndex:
 
     def _failure(self, task: TaskInfo, start: int) -> FitErrors:
         if self.failure is not None and self.failure[0] == self.log_pos:
-            return self.failure[1]
+            return self.failure[1].for_task(task.namespace, task.name)
         nodes, n = self.search.nodes, self.n
         fe = self.search.fit_errors(task, [nodes[(start + i) % n] for i in range(n)], self.predicate_only)
         self.failure = (self.log_pos, fe)

@@ -153,8 +153,10 @@ def test_a_full_chip_leaves_the_pod_pending_with_its_reason(simulate):
     assert [pg["phase"] for pg in out["podgroups"].values() if pg["running"] == 0] == ["Pending"]
     # a chip held by vNPUs of another template: the node refuses (ConCache)
     other = npu_pod("o", 4, annotations={"huawei.com/npu-core": "0-vir04_3c", REAL: "Ascend310P-x-0_1"}, node_name="n1")
-    code, out = simulate(npu_node("n1") + other + npu_pod("late", 1), conf=conf())
+    code, out = simulate(npu_node("n1") + other + npu_pod("late", 1) + npu_pod("later", 1), conf=conf())
     assert out["pods"]["default/late"]["reason"] == "0/1 nodes are unavailable: 1 late is using n1, and not rewrite."
+    # a pod of the same shape shares the node's verdict, and its reason still names itself
+    assert out["pods"]["default/later"]["reason"] == "0/1 nodes are unavailable: 1 later is using n1, and not rewrite."
 
     bound = "".join(npu_pod(f"b{i}", 2, annotations={"huawei.com/npu-core": "0-vir02_1c", REAL: f"Ascend310P-x-0_{i}"},
                             node_name="n1") for i in range(4))

@@ -176,13 +176,13 @@ def test_whole_chips_and_concurrency_cache():
     t = pod("v", 2)
     res = d.filter(t, fam.request(t), "")
     assert res.code == StatusCode.Error
-    assert res.reason == "v is using npu-1, and not rewrite"
+    assert res.text("v") == "v is using npu-1, and not rewrite"
 
     fam, info, d = session_node()
     place(fam, info, d, pod("a", 2))
     assert place(fam, info, d, pod("b", 2))["huawei.com/npu-core"] == "0-vir02_1c"  # least free first
     t = pod("c", 4)
-    assert d.filter(t, fam.request(t), "").reason == "c is using npu-1, and not rewrite"
+    assert d.filter(t, fam.request(t), "").text("c") == "c is using npu-1, and not rewrite"
     t = pod("w", 8)
     assert d.filter(t, fam.request(t), "").reason == 'vnpu.VResource{Aicore:8, Aicpu:7, DVPP:"null"} not get template'
 
@@ -224,7 +224,7 @@ def test_unhealthy_unstable_and_vgroups_from_bound_pods():
     assert not d.chips[2].meets(VResource(2, 1, "null")) and d.chips[2].meets(VResource(1, 1, "null"))
     # ConCache holds vir02_1c and vir01: every new vNPU request is refused on this node
     t = pod("n", 1)
-    assert d.filter(t, fam.request(t), "").reason == "n is using npu-1, and not rewrite"
+    assert d.filter(t, fam.request(t), "").text("n") == "n is using npu-1, and not rewrite"
 
 
 def test_downgrade_when_aicpu_is_short_and_release_rolls_back():

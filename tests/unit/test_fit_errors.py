@@ -27,3 +27,16 @@ def test_error_follows_nodes_added_after_it_was_read():
     assert fe.error() == "0/2 nodes are unavailable: 2 r."
     assert FitErrors(err="Task t with role spec r has already predicated failed, skip").error() == \
         "Task t with role spec r has already predicated failed, skip"
+
+
+def test_another_task_of_the_shape_shares_the_statuses_and_its_own_name_in_reasons():
+    named = [Status(StatusCode.Error, "is using n1, and not rewrite", names_task=True)]
+    fe = FitErrors(namespace="ns", task_name="a", statuses={"n1": named, "n2": [Status(U, "Insufficient cpu")]})
+    assert fe.error() == "0/2 nodes are unavailable: 1 Insufficient cpu, 1 a is using n1, and not rewrite."
+    b = fe.for_task("ns", "b")
+    assert b.statuses is fe.statuses and fe.for_task("ns", "a") is fe
+    assert b.error() == "0/2 nodes are unavailable: 1 Insufficient cpu, 1 b is using n1, and not rewrite."
+    assert str(b.nodes["n1"]) == "task ns/b on node n1 fit failed: b is using n1, and not rewrite"
+    plain = FitErrors(namespace="ns", task_name="a", statuses={"n1": [Status(U, "r")]})
+    message = plain.error()
+    assert plain.for_task("ns", "b").error() is message  # nothing names the task: built once
