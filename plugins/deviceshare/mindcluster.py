@@ -65,6 +65,23 @@ _NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _POD_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
+def use_cluster_info_manager(params: Mapping[str, Any]) -> bool:
+    """``init-params.useClusterInfoManager``: absent means true, else only exactly "true"; a non-string
+    value anywhere makes Volcano's YAML round trip fail and every parameter take its default."""
+    if any(not isinstance(v, str) for v in params.values()):
+        return True
+    return params.get("useClusterInfoManager", "true") == "true"
+
+
+def watched_configmaps(cluster_d: bool) -> tuple[tuple[str, str], ...]:
+    """(namespace, label selector) of the ConfigMaps to watch.  Volcano's device-plugin informer lists
+    every namespace by label and keeps kube-system and mindx-dl ConfigMaps; the two namespaced watches
+    see the same ones with less access."""
+    if cluster_d:
+        return ((CLUSTERD_NAMESPACE, f"{CLUSTERD_LABEL}={LABEL_VALUE}"),)
+    return ((DEVICE_INFO_NAMESPACE, f"{CIM_LABEL}={LABEL_VALUE}"), (CLUSTERD_NAMESPACE, f"{CIM_LABEL}={LABEL_VALUE}"))
+
+
 @dataclass(slots=True, frozen=True)
 class DeviceInfo:
     """``NodeDeviceInfoWithID`` as the cache keeps it: the device list in the JSON's order."""

@@ -2,12 +2,21 @@
 
 import json
 
+import pytest
+import structlog
+
 from vcsched.plugins.deviceshare.mindcluster import (
     NODED_STATUS_KEY, DeviceInfo, MindClusterInfo, merge_annotations, session_device_list,
 )
 
 P = "huawei.com/Ascend310P"
 U = P + "-Unhealthy"
+
+
+@pytest.fixture(autouse=True)
+def logs():
+    with structlog.testing.capture_logs() as captured:
+        yield captured
 
 
 def cm(ns, name, data, label="mx-consumer-volcano"):
@@ -38,7 +47,7 @@ def test_clusterd_device_info_per_node_and_update_keeps_unlisted_nodes():
     assert info.device_info("n2", True) is None and info.device_info("n1", True) is not None
 
 
-def test_bad_json_is_ignored_and_the_earlier_version_stays(caplog):
+def test_bad_json_is_ignored_and_the_earlier_version_stays():
     info = MindClusterInfo()
     good = cluster_device("cluster-info-device-0", {"mindx-dl-deviceinfo-n1": dev("Ascend310P-0")})
     info.upsert(good)
@@ -56,12 +65,11 @@ def test_bad_json_is_ignored_and_the_earlier_version_stays(caplog):
     assert dict(info.device_info("n1", True).device_list)[P] == "Ascend310P-0"
 
 
-def test_the_error_names_configmap_and_key(capsys):
+def test_the_error_names_configmap_and_key(logs):
     info = MindClusterInfo()
     info.upsert(cm("kube-system", "mindx-dl-deviceinfo-n1", {"DeviceInfoCfg": "[1,"}, label="mx-consumer-cim"))
-    out = capsys.readouterr()
-    text = out.out + out.err
-    assert "kube-system/mindx-dl-deviceinfo-n1" in text and "DeviceInfoCfg" in text
+    assert [(e["log_level"], e["configmap"], e["key"]) for e in logs] == [
+        ("error", "kube-system/mindx-dl-deviceinfo-n1", "DeviceInfoCfg")]
     assert info.device_info("n1", False) is None
 
 
