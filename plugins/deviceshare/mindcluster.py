@@ -249,13 +249,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _field(obj: Mapping[str, Any], name: str) -> Any:
-    """Go's field match: an exact key, else a case-insensitive one; the last key that matches wins."""
-    if name in obj:
-        found = obj[name]
-        for k, v in obj.items():
-            if k == name:
-                found = v
-        return found
+    """Go's field match: every key equal to the field name up to case sets the field, in order, so the
+    last one wins (Python's decoder already kept the last of exact duplicates)."""
     low = name.lower()
     found = None
     for k, v in obj.items():

@@ -67,6 +67,9 @@ def test_an_unhealthy_chip_in_the_configmap_is_not_used(simulate):
     cms = cluster_devices({"n1": {P: "Ascend310P-1", U: "Ascend310P-0"}})
     code, out = simulate(cluster + cms, conf=mc_conf(**NO_SELF_MAINTAIN))
     assert code == 0 and core(out, "v") == "1-vir01"
+    # the output's device table shows the chips as the session sees them: chip 0 is not there
+    devices = out["nodes"]["n1"]["devices"]
+    assert [(d["id"], d["health"], d["pods"]) for d in devices] == [("Ascend310P-1", True, ["default/v"])]
 
 
 def test_a_presseparate_node_is_not_used(simulate):
