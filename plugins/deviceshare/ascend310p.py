@@ -331,13 +331,16 @@ def build_model(node: Mapping[str, Any], name: str, annotations: Mapping[str, st
 
 
 def session_model(node: NodeInfo, name: str, info: DeviceInfo | None, noded_status: str,
-                  self_maintain: bool) -> NodeModel:
+                  self_maintain: bool, cluster_info: MindClusterInfo) -> NodeModel:
     """``initNodeFromSsn``: the model from the node's annotations merged with its device info and
     NodeD status (mindcluster.merge_annotations), rebuilt in every session as Volcano does."""
     raw = node.node or {}
     ann = (raw.get("metadata") or {}).get("annotations") or {}
     pods = [t.pod for t in node.tasks.values() if t.pod]
-    merged = merge_annotations(name, ann, node.idle.scalars, pods, info, noded_status, self_maintain)
+    notes: list[str] = []
+    merged = merge_annotations(ann, node.idle.scalars, pods, info, noded_status, self_maintain, notes)
+    for note in notes:
+        cluster_info.warn_once(name, note)
     model = build_model(raw, name, merged, warn=False)
     return replace(model, pre_separate=True) if noded_status == PRE_SEPARATE else model
 
@@ -434,7 +437,8 @@ class NPUDevices(NodeDevices):
         info = fam.cluster_info.device_info(m.name, fam.use_cluster_info_manager)
         status = fam.cluster_info.noded_status(m.name, fam.use_cluster_info_manager)
         if info is not None or status == PRE_SEPARATE:
-            self.model = m = session_model(node, m.name, info, status, fam.self_maintain_available_card)
+            self.model = m = session_model(node, m.name, info, status, fam.self_maintain_available_card,
+                                           fam.cluster_info)
         chips: dict[int, VChip] = {}
         self.chips = chips
         if not m.valid:

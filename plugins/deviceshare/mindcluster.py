@@ -98,13 +98,14 @@ class MindClusterInfo:
     sees one version or the next (Volcano locks per node read; the effect is the same).
     """
 
-    __slots__ = ("devices", "noded", "errors")
+    __slots__ = ("devices", "noded", "errors", "_warned")
 
     def __init__(self) -> None:
         # index 0: ClusterD (useClusterInfoManager true), 1: device plugin / NodeD ConfigMaps
         self.devices: tuple[dict[str, DeviceInfo], dict[str, DeviceInfo]] = ({}, {})
         self.noded: tuple[dict[str, str], dict[str, str]] = ({}, {})
         self.errors = 0  # ConfigMap versions ignored for bad data (tests and logs)
+        self._warned: set[tuple[str, str]] = set()
 
     @classmethod
     def from_config_maps(cls, config_maps: Mapping[str, Mapping[str, Any]]) -> "MindClusterInfo":
@@ -123,6 +124,12 @@ class MindClusterInfo:
         """``NodeStatus`` as NodeD reported it, "" when there is none."""
         return self.noded[0 if cluster_d else 1].get(node, "")
 
+    def warn_once(self, node: str, note: str) -> None:
+        """A problem found at session open, logged the first time only (sessions run every second)."""
+        if (node, note) not in self._warned:
+            self._warned.add((node, note))
+            log.warning(note, node=node)
+
     # -- events -----------------------------------------------------------------------------------
 
     def upsert(self, cm: Mapping[str, Any], warn_unlabelled: bool = False) -> None:
@@ -137,8 +144,10 @@ class MindClusterInfo:
         labels = meta.get("labels") or {}
         data = cm.get("data") or {}
         where = f"{ns}/{name}"
+        # the label decides what an informer sees; a delete counts whatever the labels (a ConfigMap that
+        # loses its label leaves a label-selected watch as a DELETED event carrying the new labels)
         if ns == CLUSTERD_NAMESPACE and (name.startswith(CLUSTER_DEVICE_PREFIX) or name == CLUSTER_NODE_CM):
-            if labels.get(CLUSTERD_LABEL) != LABEL_VALUE:
+            if not delete and labels.get(CLUSTERD_LABEL) != LABEL_VALUE:
                 if warn_unlabelled:
                     log.warning("MindCluster ConfigMap without its label is not read (Volcano's informer "
                                 "selects by label)", configmap=where, label=f"{CLUSTERD_LABEL}={LABEL_VALUE}")
@@ -152,7 +161,7 @@ class MindClusterInfo:
         node_cm = ns == CLUSTERD_NAMESPACE and name.startswith(NODE_INFO_PREFIX)
         if not (device_cm or node_cm):
             return
-        if labels.get(CIM_LABEL) != LABEL_VALUE:
+        if not delete and labels.get(CIM_LABEL) != LABEL_VALUE:
             if warn_unlabelled:
                 log.warning("MindCluster ConfigMap without its label is not read (Volcano's informer "
                             "selects by label)", configmap=where, label=f"{CIM_LABEL}={LABEL_VALUE}")
@@ -400,26 +409,28 @@ def _pod_used_devices(pods: Iterable[Mapping[str, Any]], dev_type: str) -> list[
     return used
 
 
-def _base_devices(node: str, annotations: Mapping[str, str]) -> list[str] | None:
+def _base_devices(annotations: Mapping[str, str], notes: list[str] | None) -> list[str] | None:
     """``GetNodeDevListFromAnno``: the device names in ``baseDeviceInfos`` that are not vNPUs."""
     raw = annotations.get(BASE_DEVICE_INFOS)
     if raw is None:
-        log.warning("self-maintain-available-card: node annotation absent; device info not used",
-                    node=node, annotation=BASE_DEVICE_INFOS)
+        if notes is not None:
+            notes.append(f"self-maintain-available-card: node annotation {BASE_DEVICE_INFOS} absent; "
+                         "the device info's available list is not used")
         return None
     try:
         table = json.loads(raw)
         if not isinstance(table, dict) and table is not None:
             raise ValueError("not a JSON object")
-    except ValueError as e:
-        log.warning("self-maintain-available-card: node annotation does not decode; device info not used",
-                    node=node, annotation=BASE_DEVICE_INFOS, error=str(e))
+    except (ValueError, RecursionError) as e:
+        if notes is not None:
+            notes.append(f"self-maintain-available-card: node annotation {BASE_DEVICE_INFOS} does not decode "
+                         f"({e}); the device info's available list is not used")
         return None
     return [name for name in (table or {}) if len(name.split("-")) <= 2]
 
 
-def session_device_list(node: str, annotations: Mapping[str, str], pods: Iterable[Mapping[str, Any]],
-                        info: DeviceInfo | None, self_maintain: bool) -> tuple[list[tuple[str, str]], bool]:
+def session_device_list(annotations: Mapping[str, str], pods: Iterable[Mapping[str, Any]], info: DeviceInfo | None,
+                        self_maintain: bool, notes: list[str] | None = None) -> tuple[list[tuple[str, str]], bool]:
     """``initNodeDeviceInfoByCmMgr``: (device list, fresh).  With ``self-maintain-available-card`` the
     available list becomes ``baseDeviceInfos`` devices minus those the node's active pods hold, minus
     the ``-Unhealthy`` and ``-Recovering`` lists, sorted; it then counts as just updated (Volcano sets
@@ -435,7 +446,7 @@ def session_device_list(node: str, annotations: Mapping[str, str], pods: Iterabl
     fresh = False
     for key, value in dl:
         if key == avail_key and self_maintain:
-            base = _base_devices(node, annotations)
+            base = _base_devices(annotations, notes)
             if base is None:
                 return out, False
             drop = set(_pod_used_devices(pods, dev_type))
@@ -448,9 +459,9 @@ def session_device_list(node: str, annotations: Mapping[str, str], pods: Iterabl
     return out, fresh
 
 
-def merge_annotations(node: str, annotations: Mapping[str, str], idle: Mapping[str, float],
+def merge_annotations(annotations: Mapping[str, str], idle: Mapping[str, float],
                       pods: Iterable[Mapping[str, Any]], info: DeviceInfo | None, noded_status: str,
-                      self_maintain: bool) -> dict[str, str]:
+                      self_maintain: bool, notes: list[str] | None = None) -> dict[str, str]:
     """The annotation map the 310P node model reads (``syncAnnotation`` then ``updateNPUNodeDeviceInfos``).
 
     Volcano's device object is new in every session (the snapshot rebuilds it), so "the last
@@ -459,11 +470,11 @@ def merge_annotations(node: str, annotations: Mapping[str, str], idle: Mapping[s
     a ``-`` (``huawei.com/Ascend310P-Unhealthy``) always takes the device info's value; the available
     list does too unless UpdateTime ≤ 10 (then ``getRealHealthyDeviceList`` keeps the chips both
     lists name when the node's idle count of that resource matches the annotation's list).
-    ``idle`` is in Volcano's milli-units per resource name.
+    ``idle`` is in Volcano's milli-units per resource name; problems are appended to ``notes``.
     """
     merged = dict(annotations)
     merged[NODED_STATUS_KEY] = noded_status or NODE_HEALTHY
-    device_list, fresh = session_device_list(node, annotations, pods, info, self_maintain)
+    device_list, fresh = session_device_list(annotations, pods, info, self_maintain, notes)
     update_time = FORCE_UPDATE_INTERVAL + 1 if fresh else (info.update_time if info is not None else 0)
     if update_time <= 0:
         return merged

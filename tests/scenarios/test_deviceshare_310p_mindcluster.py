@@ -1,6 +1,9 @@
 """Ascend 310P vNPU with MindCluster's device-info ConfigMaps, through ``vcsched simulate`` (spec §4.4)."""
 
 import json
+from pathlib import Path
+
+from vcsched.cli import main
 
 from .test_deviceshare_310p import conf, core, npu_node, npu_pod
 
@@ -127,3 +130,18 @@ def test_malformed_configmaps_are_ignored(simulate):
     unlabelled = cluster_devices({"n1": {P: "Ascend310P-0"}}, label=None)
     code, out = simulate(bare_node("n1") + unlabelled + npu_pod("v", 1), conf=mc_conf(**NO_SELF_MAINTAIN))
     assert out["pods"]["default/v"]["reason"] == INVALID
+
+
+def test_the_mindcluster_example_runs(capsys):
+    examples = Path(__file__).resolve().parents[2] / "conf" / "examples"
+    assert main(["simulate", "-f", str(examples / "ascend310p.yaml"), "-f", str(examples / "ascend310p-mindcluster.yaml"),
+                 "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    got = {k: (p["node"], p["annotations"].get("huawei.com/npu-core")) for k, p in out["pods"].items()}
+    assert got == {  # npu-node-1 is PreSeparate (without the overlay the vir02 pods share it)
+        "default/infer-small": ("npu-node-2", "0-vir02_1c"),
+        "default/infer-small-2": ("npu-node-2", "0-vir02_1c"),
+        "default/infer-dvpp": ("npu-node-3", "0-vir04_4c_dvpp"),
+        "default/whole-two": (None, None),
+    }
+    assert "node is PreSeparate, due to nodeD reported node status" in out["pods"]["default/whole-two"]["reason"]

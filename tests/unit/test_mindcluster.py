@@ -106,6 +106,12 @@ def test_labels_and_namespaces_select_what_is_read():
     })
     assert info.device_info("n1", True) is None and info.device_info("n2", True) is None
     assert info.device_info("n3", False) is None and info.errors == 0
+    # a ConfigMap that loses its label leaves the watch as a DELETED event carrying the new labels
+    info.upsert(cm("kube-system", "mindx-dl-deviceinfo-n4", {"DeviceInfoCfg": json.dumps({"DeviceInfo": dev("x")})},
+                   label="mx-consumer-cim"))
+    assert info.device_info("n4", False) is not None
+    info.delete(cm("kube-system", "mindx-dl-deviceinfo-n4", {}, label=None))
+    assert info.device_info("n4", False) is None
 
 
 def test_cluster_node_cm_replaces_the_whole_table():
@@ -130,20 +136,20 @@ def di(pairs, t):
 
 
 def test_merge_device_info_overrides_annotations_when_updated():
-    m = merge_annotations("n", ANN, {}, [], None, "", True)
+    m = merge_annotations(ANN, {}, [], None, "", True)
     assert m == {**ANN, NODED_STATUS_KEY: "Healthy"}
     info = di({P: "Ascend310P-2", U: "Ascend310P-0"}, 1767225600)
-    m = merge_annotations("n", ANN, {}, [], info, "PreSeparate", False)
+    m = merge_annotations(ANN, {}, [], info, "PreSeparate", False)
     assert m[P] == "Ascend310P-2" and m[U] == "Ascend310P-0" and m["other"] == "x"
     assert m[NODED_STATUS_KEY] == "PreSeparate"
     # UpdateTime 0: the device info is not newer than the session's (0), ignored
-    assert merge_annotations("n", ANN, {}, [], di({P: "Ascend310P-2"}, 0), "", False)[P] == ANN[P]
+    assert merge_annotations(ANN, {}, [], di({P: "Ascend310P-2"}, 0), "", False)[P] == ANN[P]
     # UpdateTime ≤ 10: keys with "-" still override; the available list keeps chips both lists name
     # when the node's idle count of that resource equals the annotation's list length
-    m = merge_annotations("n", ANN, {P: 2000.0}, [], di({P: "Ascend310P-1,Ascend310P-5,Ascend310P-6", U: "Ascend310P-9"}, 3),
+    m = merge_annotations(ANN, {P: 2000.0}, [], di({P: "Ascend310P-1,Ascend310P-5,Ascend310P-6", U: "Ascend310P-9"}, 3),
                           "", False)
     assert m[P] == "Ascend310P-1" and m[U] == "Ascend310P-9"
-    m = merge_annotations("n", ANN, {}, [], di({P: "Ascend310P-1,Ascend310P-5"}, 3), "", False)
+    m = merge_annotations(ANN, {}, [], di({P: "Ascend310P-1,Ascend310P-5"}, 3), "", False)
     assert m[P] == "Ascend310P-1,Ascend310P-5"
 
 
@@ -156,10 +162,13 @@ def test_self_maintained_available_list():
             {"metadata": {"name": "done", "namespace": "default", "annotations": {P: "Ascend310P-2"}},
              "status": {"phase": "Succeeded"}}]
     info = di({P: "", U: "Ascend310P-1", P + "-Recovering": "Ascend310P-0"}, 0)
-    dl, fresh = session_device_list("n", ann, pods, info, True)
+    dl, fresh = session_device_list(ann, pods, info, True)
     assert dict(dl)[P] == "Ascend310P-2" and fresh
     # counts as just updated although the ConfigMap's UpdateTime is 0
-    assert merge_annotations("n", ann, {}, pods, info, "", True)[P] == "Ascend310P-2"
-    # without baseDeviceInfos the device info is not used
-    assert merge_annotations("n", ANN, {}, pods, info, "", True)[P] == ANN[P]
-    assert merge_annotations("n", {**ANN, "baseDeviceInfos": "{"}, {}, pods, info, "", True)[P] == ANN[P]
+    assert merge_annotations(ann, {}, pods, info, "", True)[P] == "Ascend310P-2"
+    # without baseDeviceInfos the device info is not used, and the session says why
+    notes = []
+    assert merge_annotations(ANN, {}, pods, info, "", True, notes)[P] == ANN[P]
+    assert notes == ["self-maintain-available-card: node annotation baseDeviceInfos absent; "
+                     "the device info's available list is not used"]
+    assert merge_annotations({**ANN, "baseDeviceInfos": "{"}, {}, pods, info, "", True)[P] == ANN[P]
