@@ -436,7 +436,8 @@ class NPUDevices(NodeDevices):
         fam = self.family
         info = fam.cluster_info.device_info(m.name, fam.use_cluster_info_manager)
         status = fam.cluster_info.noded_status(m.name, fam.use_cluster_info_manager)
-        if info is not None or status == PRE_SEPARATE:
+        # initNPUNodeByNodeInf stops before the merge on a node without huawei.com/ capacity
+        if (info is not None or status == PRE_SEPARATE) and any(HW_PREFIX in k for k in node.capacity.scalars):
             self.model = m = session_model(node, m.name, info, status, fam.self_maintain_available_card,
                                            fam.cluster_info)
         chips: dict[int, VChip] = {}
