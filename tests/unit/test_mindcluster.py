@@ -5,6 +5,9 @@ import json
 import pytest
 import structlog
 
+from vcsched.api.task_info import new_task_info
+from vcsched.cache import node_info_from
+from vcsched.plugins.deviceshare.ascend310p import KEY, MindClusterFamily
 from vcsched.plugins.deviceshare.mindcluster import (
     NODED_STATUS_KEY, DeviceInfo, MindClusterInfo, merge_annotations, session_device_list,
 )
@@ -172,3 +175,60 @@ def test_self_maintained_available_list():
     assert notes == ["self-maintain-available-card: node annotation baseDeviceInfos absent; "
                      "the device info's available list is not used"]
     assert merge_annotations({**ANN, "baseDeviceInfos": "{"}, {}, pods, info, "", True)[P] == ANN[P]
+
+
+# -- the 310P node model at session open ---------------------------------------------------------------
+
+def _opened(manifest, info, *bound):
+    fam = MindClusterFamily(info)
+    fam.configure({"self-maintain-available-card": "false"})
+    node = node_info_from(manifest)
+    node.devices = {KEY: fam.build(manifest, node.name)}
+    for t in bound:
+        node.add_task(t)
+    d = node.devices[KEY]
+    d.open_session(node)
+    return fam, d
+
+
+def _npu_manifest(name="n1", ann=None, capacity=None):
+    res = capacity if capacity is not None else {"cpu": "32", "memory": "64Gi", "pods": "110", "huawei.com/npu-core": "16"}
+    return {"metadata": {"name": name, "annotations": ann or {},
+                         "labels": {"accelerator": "huawei-Ascend310P", "servertype": "Ascend310P-8",
+                                    "node.kubernetes.io/npu.chip.name": "310P3"}},
+            "status": {"capacity": dict(res), "allocatable": dict(res)}}
+
+
+def _npu_pod(name, cores, node=None, annotations=None):
+    q = str(cores)
+    spec = {"containers": [{"name": "c", "image": "x",
+                            "resources": {"limits": {"huawei.com/npu-core": q}, "requests": {"huawei.com/npu-core": q}}}]}
+    if node:
+        spec["nodeName"] = node
+    meta = {"name": name, "namespace": "default", "uid": name, "labels": {"ring-controller.atlas": "ascend-310P"},
+            "annotations": annotations or {}}
+    return new_task_info({"metadata": meta, "spec": spec, "status": {"phase": "Running" if node else "Pending"}})
+
+
+def test_session_model_uses_configmap_chips_and_counts_bound_pods():
+    info = MindClusterInfo()
+    info.upsert(cluster_device("cluster-info-device-0", {"mindx-dl-deviceinfo-n1": dev("Ascend310P-0,Ascend310P-1")}))
+    bound = _npu_pod("b", 1, node="n1", annotations={"huawei.com/npu-core": "1-vir01", "huawei.com/AscendReal": "r_1"})
+    fam, d = _opened(_npu_manifest(), info, bound)
+    assert d.model.valid and d.model.chip_ids == (0, 1)
+    assert d.chips[1].used_core == 1 and d.chips[0].used_core == 0
+    # the cache object keeps the annotation-only model: the merge is per session
+    fresh = fam.build(_npu_manifest(), "n1")
+    assert not fresh.model.valid
+
+
+def test_pre_separate_only_on_nodes_with_huawei_capacity():
+    info = MindClusterInfo()
+    info.upsert(cm("mindx-dl", "cluster-info-node-cm", {"cluster-info-node-cm": json.dumps(
+        {"mindx-dl-nodeinfo-n1": {"NodeStatus": "PreSeparate"}, "mindx-dl-nodeinfo-cpu": {"NodeStatus": "PreSeparate"}})}))
+    fam, d = _opened(_npu_manifest(ann={"huawei.com/Ascend310P": "Ascend310P-0,Ascend310P-1"}), info)
+    t = _npu_pod("p", 1)
+    assert d.filter(t, fam.request(t), "").reason == (
+        "preCheckNodePredicate failure: node is PreSeparate, due to nodeD reported node status")
+    fam, d = _opened(_npu_manifest("cpu", capacity={"cpu": "32", "memory": "64Gi", "pods": "110"}), info)
+    assert d.filter(t, fam.request(t), "").reason == "preCheckNodePredicate failure: not have huawei.com/npu-core"
