@@ -115,6 +115,15 @@ class MindClusterInfo:
             info.upsert(cm, warn_unlabelled=True)
         return info
 
+    def warn_other_source(self, cluster_d: bool) -> None:
+        """simulate: ConfigMaps of the source ``useClusterInfoManager`` does not select are not read; say so."""
+        other = 1 if cluster_d else 0
+        if (self.devices[other] or self.noded[other]) and not (self.devices[1 - other] or self.noded[1 - other]):
+            log.warning("MindCluster ConfigMaps of the other source are not read",
+                        useClusterInfoManager=str(cluster_d).lower(),
+                        read="mindx-dl cluster-info-* (mx-consumer-volcano)" if cluster_d else
+                        "kube-system/mindx-dl-deviceinfo-*, mindx-dl/mindx-dl-nodeinfo-* (mx-consumer-cim)")
+
     # -- queries (session open) -------------------------------------------------------------------
 
     def device_info(self, node: str, cluster_d: bool) -> DeviceInfo | None:

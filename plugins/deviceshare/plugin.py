@@ -103,13 +103,16 @@ def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]],
             args = DeviceShareArgs.parse(option.arguments)
             if not args.any_enabled:
                 return None
-            if args.ascend_mindcluster_vnpu and mindcluster is None:
+            static = args.ascend_mindcluster_vnpu and mindcluster is None
+            if static:
                 mindcluster = MindClusterInfo.from_config_maps(config_maps)
             families = build_families(args, load_device_config(config_maps, args), mindcluster)
             init_params = getattr(conf, "configurations", {}).get("init-params")
             for f in families:
                 if isinstance(f, MindClusterFamily):  # which device-info ConfigMaps count, from the first session
                     f.configure(init_params.values if init_params is not None else {})
+                    if static:
+                        f.cluster_info.warn_other_source(f.use_cluster_info_manager)
             return NodeDeviceBuilder(families)
     return None
 

@@ -232,3 +232,13 @@ def test_pre_separate_only_on_nodes_with_huawei_capacity():
         "preCheckNodePredicate failure: node is PreSeparate, due to nodeD reported node status")
     fam, d = _opened(_npu_manifest("cpu", capacity={"cpu": "32", "memory": "64Gi", "pods": "110"}), info)
     assert d.filter(t, fam.request(t), "").reason == "preCheckNodePredicate failure: not have huawei.com/npu-core"
+
+
+def test_simulate_says_when_the_other_source_is_given(logs):
+    info = MindClusterInfo()
+    info.upsert(cm("kube-system", "mindx-dl-deviceinfo-n1", {"DeviceInfoCfg": json.dumps({"DeviceInfo": dev("x")})},
+                   label="mx-consumer-cim"))
+    info.warn_other_source(False)
+    assert logs == []
+    info.warn_other_source(True)
+    assert [e["event"] for e in logs] == ["MindCluster ConfigMaps of the other source are not read"]
