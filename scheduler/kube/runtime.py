@@ -117,7 +117,8 @@ def device_configmap_keys(conf: SchedulerConfiguration) -> set[str]:
 
 def mindcluster_watches(conf: SchedulerConfiguration) -> set[tuple[str, str]]:
     """(namespace, label selector) of MindCluster's device-info ConfigMaps, when the conf's deviceshare
-    enables the Ascend 310P kind (``AscendMindClusterVNPUEnable``); which ones by ``init-params``."""
+    enables the Ascend 310P kind (``AscendMindClusterVNPUEnable``); which ones by ``init-params``.
+    Volcano reads ``useClusterInfoManager`` once per process; vcsched follows a reloaded conf."""
     for tier in conf.tiers:
         for option in tier:
             if option.name != "deviceshare":
