@@ -22,17 +22,19 @@ Lifecycle, as in Volcano:
 
 Where vcsched differs on purpose (noted at each place): allocate charges the chip the
 resource of the template it writes (Volcano charges the un-downgraded request inside
-the session and the template from the next session on); the device-info ConfigMaps
-(ClusterD / ``mindx-dl-deviceinfo-<node>``) and NodeD status are not read, so the
-node annotations are the only source (Volcano's path when no ConfigMap exists) and
-``PreSeparate`` never applies.
+the session and the template from the next session on).
+
+Device-info ConfigMaps (ClusterD ``cluster-info-*`` or ``mindx-dl-deviceinfo-<node>``) and
+NodeD status are read as Volcano reads them (mindcluster.py): at session open they are merged
+into the node's annotations (``syncAnnotation``, ``updateNPUNodeDeviceInfos``) and the model is
+rebuilt from the merged map; NodeD ``PreSeparate`` rejects the node.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import structlog
@@ -46,6 +48,7 @@ from .base import (
     AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, limits,
     pod_annotations, quantity, requests,
 )
+from .mindcluster import PRE_SEPARATE, DeviceInfo, MindClusterInfo, merge_annotations
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -250,6 +253,7 @@ class NodeModel:
     total_cpu: int = 0  # TotalRes.Aicpu
     chip_ids: tuple[int, ...] = ()  # huawei.com/<ChipKind>
     unhealthy: frozenset[int] = frozenset()
+    pre_separate: bool = False  # NodeD status PreSeparate (device-info ConfigMaps, set at session open)
 
     @property
     def chip_total(self) -> VResource:
@@ -276,10 +280,12 @@ def _chip_ids(model_name: str, kind: str, raw: str, key: str, warn: bool) -> lis
     return out
 
 
-def build_model(node: Mapping[str, Any], name: str) -> NodeModel:
+def build_model(node: Mapping[str, Any], name: str, annotations: Mapping[str, str] | None = None,
+                warn: bool = True) -> NodeModel:
+    """``annotations``: the merged map of a session (node annotations + device info), else the node's."""
     meta = node.get("metadata") or {}
     labels = meta.get("labels") or {}
-    ann = meta.get("annotations") or {}
+    ann = (meta.get("annotations") or {}) if annotations is None else annotations
     capacity = (node.get("status") or {}).get("capacity") or {}
     cores_milli = quantity(capacity.get(NPU_CORE, 0)) * 1000
     if cores_milli <= 0:
@@ -319,19 +325,36 @@ def build_model(node: Mapping[str, Any], name: str) -> NodeModel:
     if cpu < 0:
         return NodeModel(problem=f"no chip template for {kind}/{chip_type} with {st_cores} cores",
                          core_per_chip=st_cores, chip_num=chip_num, **base)
-    ids = _chip_ids(name, kind, ann[key], key, True)
-    unhealthy = _chip_ids(name, kind, ann.get(key + UNHEALTHY_SUFFIX, ""), key + UNHEALTHY_SUFFIX, True)
+    ids = _chip_ids(name, kind, ann[key], key, warn)
+    unhealthy = _chip_ids(name, kind, ann.get(key + UNHEALTHY_SUFFIX, ""), key + UNHEALTHY_SUFFIX, warn)
     return NodeModel(valid=True, core_per_chip=st_cores, chip_num=chip_num, total_cpu=cpu * chip_num,
                      chip_ids=tuple(ids), unhealthy=frozenset(unhealthy), **base)
+
+
+def session_model(node: NodeInfo, name: str, info: DeviceInfo | None, noded_status: str,
+                  self_maintain: bool, cluster_info: MindClusterInfo) -> NodeModel:
+    """``initNodeFromSsn``: the model from the node's annotations merged with its device info and
+    NodeD status (mindcluster.merge_annotations), rebuilt in every session as Volcano does."""
+    raw = node.node or {}
+    ann = (raw.get("metadata") or {}).get("annotations") or {}
+    pods = [t.pod for t in node.tasks.values() if t.pod]
+    notes: list[str] = []
+    merged = merge_annotations(ann, node.idle.scalars, pods, info, noded_status, self_maintain, notes)
+    for note in notes:
+        cluster_info.warn_once(name, note)
+    model = build_model(raw, name, merged, warn=False)
+    return replace(model, pre_separate=True) if noded_status == PRE_SEPARATE else model
 
 
 class MindClusterFamily(DeviceFamily):
     key = KEY
     session_init = True
 
-    def __init__(self) -> None:
-        # init-params; stored as Volcano stores them.  The two ClusterD switches choose where the
-        # device-info ConfigMaps come from, which vcsched does not read (node annotations only)
+    def __init__(self, cluster_info: MindClusterInfo | None = None) -> None:
+        # the device-info ConfigMaps as the informer keeps them (fed by simulate or the kube runtime)
+        self.cluster_info = cluster_info if cluster_info is not None else MindClusterInfo()
+        # init-params; stored as Volcano stores them.  useClusterInfoManager chooses which device-info
+        # ConfigMaps are read, self-maintain-available-card how their available list is computed
         self.use_cluster_info_manager = True
         self.self_maintain_available_card = True
         self.preset_virtual_device = False
@@ -428,6 +451,13 @@ class NPUDevices(NodeDevices):
         self._verdicts = {}
         self._verdicts_idle = None
         m = self.model
+        fam = self.family
+        info = fam.cluster_info.device_info(m.name, fam.use_cluster_info_manager)
+        status = fam.cluster_info.noded_status(m.name, fam.use_cluster_info_manager)
+        # initNPUNodeByNodeInf stops before the merge on a node without huawei.com/ capacity
+        if (info is not None or status == PRE_SEPARATE) and any(HW_PREFIX in k for k in node.capacity.scalars):
+            self.model = m = session_model(node, m.name, info, status, fam.self_maintain_available_card,
+                                           fam.cluster_info)
         chips: dict[int, VChip] = {}
         self.chips = chips
         if not m.valid:
@@ -646,6 +676,8 @@ class NPUDevices(NodeDevices):
 
     def _verdict(self, req: NPURequest, idle: int | None) -> "Verdict":
         """What the filter decides for a request on this node as it is; kept until the chips change."""
+        if self.model.pre_separate:
+            return Verdict.fail("preCheckNodePredicate failure: node is PreSeparate, due to nodeD reported node status")
         if idle is None:
             return Verdict.fail(f"preCheckNodePredicate failure: not have {NPU_CORE}")
         if idle < req.cores:

@@ -39,6 +39,7 @@ from .config import FRAGMENTATION, DeviceConfig, DeviceShareArgs, load_device_co
 from .fragmentation import FragmentationScorer, open_session
 from .gpushare import GpuShareFamily
 from .hamivnpu import AscendHAMiFamily
+from .mindcluster import MindClusterInfo
 from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
 from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily
 
@@ -48,7 +49,8 @@ log = structlog.get_logger("vcsched.deviceshare")
 PLUGIN_NAME = "deviceshare"
 
 
-def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFamily]:
+def build_families(args: DeviceShareArgs, config: DeviceConfig,
+                   mindcluster: MindClusterInfo | None = None) -> list[DeviceFamily]:
     """The enabled device kinds, in Volcano's registry order (``registerDevices``)."""
     families: list[DeviceFamily] = []
     if args.gpu_sharing or args.gpu_number:
@@ -56,7 +58,7 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig) -> list[DeviceFa
     if args.vgpu:
         families.append(VGPUFamily(config.nvidia, args.exclusive_rules))
     if args.ascend_mindcluster_vnpu:
-        families.append(MindClusterFamily())
+        families.append(MindClusterFamily(mindcluster))
     if args.ascend_hami_vnpu:
         vnpus = config.vnpus
         words = tuple(c.common_word for c in vnpus.configs)
@@ -88,8 +90,12 @@ class NodeDeviceBuilder:
         return out
 
 
-def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]]) -> NodeDeviceBuilder | None:
-    """The builder for a scheduler configuration: None when no tier enables a device kind."""
+def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]],
+                   mindcluster: MindClusterInfo | None = None) -> NodeDeviceBuilder | None:
+    """The builder for a scheduler configuration: None when no tier enables a device kind.
+
+    ``mindcluster``: the MindCluster device-info store a source keeps up to date (kube mode);
+    without it the store is filled once from ``config_maps`` (simulate)."""
     for tier in conf.tiers:
         for option in tier:
             if option.name != PLUGIN_NAME:
@@ -97,7 +103,17 @@ def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]]) -> NodeDe
             args = DeviceShareArgs.parse(option.arguments)
             if not args.any_enabled:
                 return None
-            return NodeDeviceBuilder(build_families(args, load_device_config(config_maps, args)))
+            static = args.ascend_mindcluster_vnpu and mindcluster is None
+            if static:
+                mindcluster = MindClusterInfo.from_config_maps(config_maps)
+            families = build_families(args, load_device_config(config_maps, args), mindcluster)
+            init_params = getattr(conf, "configurations", {}).get("init-params")
+            for f in families:
+                if isinstance(f, MindClusterFamily):  # which device-info ConfigMaps count, from the first session
+                    f.configure(init_params.values if init_params is not None else {})
+                    if static:
+                        f.cluster_info.warn_other_source(f.use_cluster_info_manager)
+            return NodeDeviceBuilder(families)
     return None
 
 

@@ -26,7 +26,8 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
     Access("", "pods/binding", ("create",), "binding a pod, with its device annotations inside the Binding"),
     Access("", "pods/status", ("patch",), "the PodScheduled condition and nominatedNodeName of waiting pods"),
     Access("", "events", ("create", "patch"), "events on pods and PodGroups, as Volcano records them"),
-    Access("", "configmaps", ("get", "list", "watch"), "the scheduler conf (hot reload) and the device ConfigMaps"),
+    Access("", "configmaps", ("get", "list", "watch"), "the scheduler conf (hot reload), the device ConfigMaps and MindCluster's device-info ConfigMaps "
+           "(mindx-dl, kube-system; by label, when AscendMindClusterVNPUEnable)"),
     Access("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch"), "job and task priorities"),
     Access("scheduling.volcano.sh", "queues", ("get", "list", "watch"), "queues: weight, capability, state"),
     Access("scheduling.volcano.sh", "queues", ("create",),

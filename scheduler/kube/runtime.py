@@ -26,6 +26,7 @@ from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from ..plugins.deviceshare import device_builder
 from ..plugins.deviceshare.config import DeviceShareArgs
+from ..plugins.deviceshare.mindcluster import MindClusterInfo, use_cluster_info_manager, watched_configmaps
 from ..framework.session import NodesToFind
 from ..metrics import Metrics
 from ..scheduler import Scheduler, freeze_heap
@@ -114,6 +115,21 @@ def device_configmap_keys(conf: SchedulerConfiguration) -> set[str]:
             for args in (DeviceShareArgs.parse(option.arguments),)}
 
 
+def mindcluster_watches(conf: SchedulerConfiguration) -> set[tuple[str, str]]:
+    """(namespace, label selector) of MindCluster's device-info ConfigMaps, when the conf's deviceshare
+    enables the Ascend 310P kind (``AscendMindClusterVNPUEnable``); which ones by ``init-params``.
+    Volcano reads ``useClusterInfoManager`` once per process; vcsched follows a reloaded conf."""
+    for tier in conf.tiers:
+        for option in tier:
+            if option.name != "deviceshare":
+                continue
+            if not DeviceShareArgs.parse(option.arguments).ascend_mindcluster_vnpu:
+                return set()
+            init = conf.configurations.get("init-params")
+            return set(watched_configmaps(use_cluster_info_manager(init.values if init is not None else {})))
+    return set()
+
+
 class ConfSource:
     """The scheduler conf: the file if given, else the ConfigMap's key, else the built-in default.
 
@@ -193,6 +209,20 @@ class _ConfigMapStore:
         self.runtime.conf_changed()
 
 
+class _MindClusterStore:
+    """Reflector handler for MindCluster's device-info ConfigMaps: fed to the store the 310P kind reads
+    at session open (Volcano's informer feeds its ``cmManager`` the same way); no device rebuild."""
+
+    def __init__(self, info: MindClusterInfo) -> None:
+        self.info = info
+
+    def upsert(self, obj: dict[str, Any]) -> None:
+        self.info.upsert(obj)
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        self.info.delete(obj)
+
+
 class LeadershipLost(Exception):
     pass
 
@@ -221,6 +251,8 @@ class Runtime:
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
         self.reflectors: list[Reflector] = []
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
+        self.mindcluster = MindClusterInfo()  # MindCluster device info and NodeD status (Ascend 310P)
+        self._mindcluster_watches: dict[tuple[str, str], tuple[Reflector, asyncio.Task[None]]] = {}
         self._elector_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.synced = asyncio.Event()
@@ -246,7 +278,8 @@ class Runtime:
     def conf_changed(self) -> None:
         """The conf or a device ConfigMap changed: watch the device ConfigMaps the conf names now,
         and re-read every node's devices with the new configuration."""
-        self.cache.set_device_builder(device_builder(self.scheduler.conf, self.config_maps))
+        self.cache.set_device_builder(device_builder(self.scheduler.conf, self.config_maps, self.mindcluster))
+        self._watch_mindcluster()
         want = device_configmap_keys(self.scheduler.conf)
         for key in [k for k in self._device_watches if k not in want]:
             _, task = self._device_watches.pop(key)
@@ -256,6 +289,17 @@ class Runtime:
             ns, name = key.split("/", 1)
             r = self._reflector(CONFIGMAPS, _ConfigMapStore(self), namespace=ns, field_selector=f"metadata.name={name}")
             self._device_watches[key] = (r, self.spawn(r.run()))
+
+    def _watch_mindcluster(self) -> None:
+        want = mindcluster_watches(self.scheduler.conf)
+        for key in [k for k in self._mindcluster_watches if k not in want]:
+            r, task = self._mindcluster_watches.pop(key)
+            task.cancel()
+            for obj in list(r.store.values()):  # what this watch said no longer counts
+                self.mindcluster.delete(obj)
+        for ns, selector in sorted(want - self._mindcluster_watches.keys()):
+            r = self._reflector(CONFIGMAPS, _MindClusterStore(self.mindcluster), namespace=ns, label_selector=selector)
+            self._mindcluster_watches[(ns, selector)] = (r, self.spawn(r.run()))
 
     # -- http -----------------------------------------------------------------------------------
 
@@ -308,6 +352,7 @@ class Runtime:
         self.conf_changed()
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
         await asyncio.gather(*(r.synced.wait() for r, _ in self._device_watches.values()))
+        await asyncio.gather(*(r.synced.wait() for r, _ in self._mindcluster_watches.values()))
         freeze_heap()  # the cache as first listed: no full collection walks it in every later session
         self.synced.set()
         log.info("caches synced", nodes=len(self.cache.nodes), pods=len(self.cache.tasks),

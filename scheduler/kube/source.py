@@ -82,12 +82,13 @@ class Reflector:
 
     def __init__(self, client: KubeClient, kind: Kind, handler: Handler, *, namespace: str | None = None,
                  field_selector: str | None = None, watch_timeout: float = 300.0,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, label_selector: str | None = None) -> None:
         self.client = client
         self.kind = kind
         self.handler = handler
         self.namespace = namespace
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff()
         self.store: dict[str, dict[str, Any]] = {}
@@ -120,7 +121,8 @@ class Reflector:
         cont: str | None = None
         while True:
             doc = await self.client.request("GET", path, query={
-                "limit": LIST_PAGE, "continue": cont, "fieldSelector": self.field_selector})
+                "limit": LIST_PAGE, "continue": cont, "fieldSelector": self.field_selector,
+                "labelSelector": self.label_selector})
             items.extend(doc.get("items") or [])
             meta = doc.get("metadata") or {}
             cont = meta.get("continue") or None
@@ -154,7 +156,8 @@ class Reflector:
 
     async def _watch(self) -> None:
         query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": int(self.watch_timeout), "fieldSelector": self.field_selector}
+                 "timeoutSeconds": int(self.watch_timeout), "fieldSelector": self.field_selector,
+                 "labelSelector": self.label_selector}
         # a silent stream longer than the server's own timeout is a dead connection
         async for event in self.client.watch(self.kind.path(self.namespace), query, self.watch_timeout + 30):
             kind = event.get("type")

@@ -78,6 +78,7 @@ class _Watch:
     namespace: str | None
     name: str | None
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    labels: list = field(default_factory=list)  # labelSelector terms
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -334,7 +335,7 @@ class ApiServer(KubernetesEmulator):
 
     async def _watch(self, request: Request, kind: Key, ns: str | None,
                      params: dict[str, str]) -> aiohttp.web.StreamResponse:
-        w = _Watch(kind, ns, _field_name(params.get("fieldSelector")))
+        w = _Watch(kind, ns, _field_name(params.get("fieldSelector")), labels=_label_selector(params.get("labelSelector")))
         resp = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         await resp.prepare(request._raw_request)
         since = params.get("resourceVersion")
@@ -395,7 +396,7 @@ def _labels_match(selector: list[tuple[str, str | None]], obj: dict[str, Any]) -
 def _matches(w: _Watch, kind: Key, obj: dict[str, Any]) -> bool:
     meta = obj.get("metadata") or {}
     return (w.kind == kind and (w.namespace is None or meta.get("namespace") == w.namespace)
-            and (w.name is None or meta.get("name") == w.name))
+            and (w.name is None or meta.get("name") == w.name) and _labels_match(w.labels, obj))
 
 
 KINDS = {
