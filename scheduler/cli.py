@@ -28,12 +28,23 @@ class BadInput(Exception):
     """User input the API server or Volcano would refuse: exit 2, one line."""
 
 
+class _Stderr:
+    """``sys.stderr`` as it is when a line is written: whoever replaced it since (a test's capture that
+    is closed by now, an embedding program) does not break the logging of later runs."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(verbose: bool, level: str = "warning") -> None:
     renderer = structlog.dev.ConsoleRenderer(colors=False) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
     )
 
 
