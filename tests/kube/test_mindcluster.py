@@ -6,18 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import structlog
 
 from .conftest import conf_map, eventually, node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio
 
-
-@pytest.fixture(autouse=True)
-def _logs():
-    """Keep logs off a stderr that an earlier simulate test configured and closed."""
-    with structlog.testing.capture_logs() as logs:
-        yield logs
 
 P = "huawei.com/Ascend310P"
 CONF = """
