@@ -209,20 +209,6 @@ class _ConfigMapStore:
         self.runtime.conf_changed()
 
 
-class _MindClusterStore:
-    """Reflector handler for MindCluster's device-info ConfigMaps: fed to the store the 310P kind reads
-    at session open (Volcano's informer feeds its ``cmManager`` the same way); no device rebuild."""
-
-    def __init__(self, info: MindClusterInfo) -> None:
-        self.info = info
-
-    def upsert(self, obj: dict[str, Any]) -> None:
-        self.info.upsert(obj)
-
-    def delete(self, obj: dict[str, Any]) -> None:
-        self.info.delete(obj)
-
-
 class LeadershipLost(Exception):
     pass
 
@@ -298,7 +284,9 @@ class Runtime:
             for obj in list(r.store.values()):  # what this watch said no longer counts
                 self.mindcluster.delete(obj)
         for ns, selector in sorted(want - self._mindcluster_watches.keys()):
-            r = self._reflector(CONFIGMAPS, _MindClusterStore(self.mindcluster), namespace=ns, label_selector=selector)
+            # the store is the reflector's handler (its upsert/delete), as Volcano's informer feeds its
+            # cmManager; the 310P kind reads it at session open, no device rebuild
+            r = self._reflector(CONFIGMAPS, self.mindcluster, namespace=ns, label_selector=selector)
             self._mindcluster_watches[(ns, selector)] = (r, self.spawn(r.run()))
 
     # -- http -----------------------------------------------------------------------------------
