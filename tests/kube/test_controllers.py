@@ -563,20 +563,37 @@ def test_components_flag_is_validated():
             parse_components(bad)
 
 
+@contextlib.asynccontextmanager
+async def components(api: ApiServer, runtime=None, elector=None, listen: str | None = None):
+    """``vcsched run`` (``run_components``) until the block ends, then stopped: it must exit 0.
+    ``runtime`` / ``elector``: built from the scheduler's client (None: no scheduler / no Lease).
+    Yields the runtime."""
+    from vcsched.kube.controllers import run_components
+
+    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
+    rt = runtime(client) if runtime else None
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_components(client, ctl_client, rt, stop, ControllerOptions(),
+                                              elector(client) if elector else None, listen=listen))
+    try:
+        yield rt
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(task, 20)
+        await client.close()
+        await ctl_client.close()
+    assert code == 0
+
+
 @pytest.mark.asyncio
 async def test_scheduler_and_controllers_in_one_process(api):
     """``vcsched run``'s default: a Job goes PodGroup → Inqueue (our scheduler) → pods (our controllers) → bound."""
-    from vcsched.kube.controllers import run_components
     from vcsched.kube.runtime import RunOptions, Runtime
 
     from .conftest import FAST, cluster
 
     cluster(api)
-    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
-    runtime = Runtime(client, RunOptions(**FAST))
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
-    try:
+    async with components(api, runtime=lambda client: Runtime(client, RunOptions(**FAST))):
         api.put(job())
         await eventually(lambda: sorted(b[1] for b in api.bindings) == ["j1-worker-0", "j1-worker-1"],
                          "both pods bound")
@@ -589,12 +606,6 @@ async def test_scheduler_and_controllers_in_one_process(api):
         assert status(api)["retryCount"] == 1
         again = api.get("", "pods", "ns", "j1-worker-0")
         assert again["metadata"]["uid"] != first and again["metadata"]["annotations"]["volcano.sh/job-version"] == "1"
-    finally:
-        stop.set()
-        code = await asyncio.wait_for(task, 20)
-        await client.close()
-        await ctl_client.close()
-    assert code == 0
 
 
 def test_run_refuses_a_bad_components_value(capsys):
@@ -687,26 +698,16 @@ async def test_api_errors_are_retried_pods_podgroups_and_commands(env):
 @pytest.mark.asyncio
 async def test_controllers_alone_with_their_own_lease(api):
     """``--components controllers --leader-elect``: they run while holding ``<lease>-controllers``."""
-    from vcsched.kube.controllers import run_components
     from vcsched.kube.leader import LeaderElector
 
     api.put(queue("default"))
-    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
-    elector = LeaderElector(client, "volcano-system", "vcsched-controllers", "me",
-                            lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_components(client, ctl_client, None, stop, ControllerOptions(), elector))
-    try:
+    async with components(api, elector=lambda client: LeaderElector(
+            client, "volcano-system", "vcsched-controllers", "me",
+            lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)):
         api.put(job())
         await eventually(lambda: len(api.all(SCHED, "podgroups")) == 1, "the PodGroup")
         lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
         assert lease["spec"]["holderIdentity"] == "me"
-    finally:
-        stop.set()
-        code = await asyncio.wait_for(task, 20)
-        await client.close()
-        await ctl_client.close()
-    assert code == 0
     lease = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched-controllers")
     assert not lease["spec"].get("holderIdentity")  # released on stop
 
@@ -739,7 +740,6 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
     import aiohttp
     from prometheus_client.parser import text_string_to_metric_families
 
-    from vcsched.kube.controllers import run_components
     from vcsched.kube.runtime import RunOptions, Runtime
 
     from .conftest import FAST, cluster
@@ -750,11 +750,6 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
         api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                  "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": 9, "queue": "q1"},
                  "status": {"phase": phase}})
-    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
-    runtime = Runtime(client, RunOptions(**{**FAST, "schedule_period": 3600}))
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_components(client, ctl_client, runtime, stop, ControllerOptions()))
-
     async def scrape() -> dict[tuple[str, str], float]:
         async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{runtime.http_port}/metrics") as r:
             text = await r.text()
@@ -762,7 +757,8 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
                 for family in text_string_to_metric_families(text) for sample in family.samples
                 if sample.name.startswith("volcano_queue_pod_group_")}
 
-    try:
+    hourly = RunOptions(**{**FAST, "schedule_period": 3600})
+    async with components(api, runtime=lambda client: Runtime(client, hourly)) as runtime:
         await eventually(lambda: runtime.http_port, "serving")
         # the scheduler writes PodGroup phases too (here: none of them has pods): the counts must follow
         # the API's phases, whatever the scheduler made of them (its one session of the hour)
@@ -782,13 +778,6 @@ async def test_queue_podgroup_counts_are_scraped_from_the_schedulers_metrics(api
             return not [k for k in await scrape() if k[1] == "q1"]
 
         await eventually_async(gone, "the deleted queue's series removed")
-    finally:
-        stop.set()
-        code = await asyncio.wait_for(task, 20)
-        await client.close()
-        await ctl_client.close()
-    assert code == 0
-
 
 
 @pytest.mark.asyncio
@@ -798,8 +787,6 @@ async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
 
     import aiohttp
 
-    from vcsched.kube.controllers import run_components
-
     with socket.socket() as s:  # a free port for the listener
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -807,11 +794,6 @@ async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
     api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
              "metadata": {"name": "a", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"},
              "status": {"phase": "Running"}})
-    client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_components(client, ctl_client, None, stop, ControllerOptions(),
-                                              listen=f"127.0.0.1:{port}"))
-
     async def get(path: str) -> str:
         try:
             async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}{path}") as r:
@@ -822,15 +804,9 @@ async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
     async def counted() -> bool:
         return 'volcano_queue_pod_group_running_count{queue_name="q1"} 1.0' in await get("/metrics")
 
-    try:
+    async with components(api, listen=f"127.0.0.1:{port}"):
         await eventually_async(counted, "q1's running PodGroup on the controllers' own /metrics")
         assert await get("/healthz") == "ok"
-    finally:
-        stop.set()
-        code = await asyncio.wait_for(task, 20)
-        await client.close()
-        await ctl_client.close()
-    assert code == 0
     assert await get("/healthz") == ""  # the listener is closed on stop
 
 def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
