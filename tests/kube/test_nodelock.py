@@ -36,17 +36,23 @@ def gpu_node(name: str, lock: str | None = None) -> dict:
     return n
 
 
+def vgpu_pods(api, *names: str) -> None:
+    """The queues, the conf and a pod asking one vGPU per name (a PodGroup each, pg-<name>)."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(conf_map(CONF))
+    for name in names:
+        api.put(podgroup(f"pg-{name}"))
+        p = pod(name, f"pg-{name}")
+        p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
+        api.put(p)
+
+
 async def test_the_lock_is_patched_on_the_node_before_the_binding(api, start):
     fresh = (datetime.now(timezone.utc) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     api.put(gpu_node("locked", lock=fresh))
     api.put(gpu_node("free"))
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(conf_map(CONF))
-    api.put(podgroup("pg1"))
-    p = pod("p1", "pg1")
-    p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
-    api.put(p)
+    vgpu_pods(api, "p1")
     await start()
     await eventually(lambda: api.bindings, "pod bound")
     assert api.bindings == [("default", "p1", "free")]  # the freshly locked node was skipped
@@ -65,14 +71,7 @@ async def test_the_lock_is_patched_on_the_node_before_the_binding(api, start):
 async def test_our_own_lock_holds_the_node_until_the_device_plugin_releases_it(api, start):
     """Two vGPU pods, one node: the second is not placed while the first one's lock is fresh."""
     api.put(gpu_node("only"))
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(conf_map(CONF))
-    for name in ("p1", "p2"):
-        api.put(podgroup(f"pg-{name}"))
-        p = pod(name, f"pg-{name}")
-        p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
-        api.put(p)
+    vgpu_pods(api, "p1", "p2")
     rt = await start()
     await eventually(lambda: api.bindings, "one pod bound")
     first = rt.sessions
@@ -89,13 +88,7 @@ async def test_our_own_lock_holds_the_node_until_the_device_plugin_releases_it(a
 async def test_a_refused_lock_keeps_the_pod_pending_until_a_later_session_locks_the_node(api, start):
     """Volcano's Allocate fails when LockNode does: no Binding goes out after a failed lock PATCH."""
     api.put(gpu_node("only"))
-    api.put(queue("default"))
-    api.put(queue("root"))
-    api.put(conf_map(CONF))
-    api.put(podgroup("pg1"))
-    p = pod("p1", "pg1")
-    p["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1000"}
-    api.put(p)
+    vgpu_pods(api, "p1")
     refused = api.fail(lambda r: r.method.value == "PATCH" and r.resource is not None
                        and r.resource.plural == "nodes", status=403)
     await start()
