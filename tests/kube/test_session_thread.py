@@ -37,7 +37,8 @@ class Gate:
         return HeldPriority
 
 
-async def test_watch_events_and_lease_renewals_flow_during_a_session(api, start):
+async def held_session(api, start):
+    """A leader with one pending pod whose session is held inside a plugin: (runtime, gate)."""
     cluster(api, nodes=1)
     api.put(podgroup("pg1"))
     api.put(pod("p1", "pg1"))
@@ -45,6 +46,11 @@ async def test_watch_events_and_lease_renewals_flow_during_a_session(api, start)
     rt = await start(leader_elect=True, identity="a")
     rt.scheduler._plugins["priority"] = gate.plugin()
     await eventually(gate.entered.is_set, "a session inside the held plugin")
+    return rt, gate
+
+
+async def test_watch_events_and_lease_renewals_flow_during_a_session(api, start):
+    rt, gate = await held_session(api, start)
     # the session is held on a worker thread; the loop applies a watch event and renews the Lease
     assert gate.thread is not threading.main_thread()
     renewed = api.get("coordination.k8s.io", "leases", "volcano-system", "vcsched")["spec"]["renewTime"]
@@ -60,13 +66,7 @@ async def test_watch_events_and_lease_renewals_flow_during_a_session(api, start)
 
 
 async def test_a_leader_that_lost_its_lease_during_a_session_writes_nothing(api, start):
-    cluster(api, nodes=1)
-    api.put(podgroup("pg1"))
-    api.put(pod("p1", "pg1"))
-    gate = Gate()
-    rt = await start(leader_elect=True, identity="a")
-    rt.scheduler._plugins["priority"] = gate.plugin()
-    await eventually(gate.entered.is_set, "a session inside the held plugin")
+    rt, gate = await held_session(api, start)
     # the renewals fail while the session runs: leadership is lost before its effects come back
     api.fail(lambda r: r.resource is not None and r.resource.plural == "leases", status=500, times=10**6)
     await eventually(rt.elector.lost.is_set, "leadership lost")
