@@ -8,6 +8,8 @@ The replay follows the FGD paper (Weng et al., USENIX ATC'23, "Beware of Fragmen
   allocatable ``volcano.sh/vgpu-*`` resources it advertises.
 - Tasks come in creation order, without departures; when the list runs out it is sampled again
   (uniformly, with replacement, seeded) until the arrived GPU demand reaches 130% of capacity.
+  ``--shuffle`` submits the list in a seeded random order instead, as the paper's experiments do (its
+  simulator's run scripts pass ``--shuffle-pod=true``), so that results compare with its published ones.
   ``num_gpu > 1``: whole GPUs (``vgpu-number: n``, ``vgpu-cores: 100``, which needs untouched cards);
   ``num_gpu == 1``: ``vgpu-cores = gpu_milli / 10`` and the same share of the card's memory as
   ``vgpu-memory-percentage`` (the cards' sizes differ, so a percentage is the one request that means
@@ -309,6 +311,7 @@ class TraceReport:
     nodes: int
     gpus: int
     seed: int
+    order: str  # "creation" (the trace's), or "shuffled" (seeded, the FGD paper's experiments)
     node_search: str
     policies: list[PolicyReport]
     # GPUs left unallocated at 100% arrived demand by a clairvoyant offline packing (``offline_unallocated``)
@@ -321,9 +324,13 @@ class TraceReport:
         return None
 
 
-def arrivals(tasks: list[TraceTask], capacity_milli: int, seed: int, target: int = TARGET_PERCENT) -> list[TraceTask]:
-    """The trace in order, then sampled again (seeded) until GPU demand reaches ``target``% of capacity."""
+def arrivals(tasks: list[TraceTask], capacity_milli: int, seed: int, target: int = TARGET_PERCENT,
+             shuffle: bool = False) -> list[TraceTask]:
+    """The trace in order (``shuffle``: in a seeded random order, as the FGD paper's experiments submit
+    it), then sampled again (seeded) until GPU demand reaches ``target``% of capacity."""
     rng = random.Random(seed)
+    if shuffle:
+        tasks = rng.sample(tasks, len(tasks))
     out: list[TraceTask] = []
     demand = 0
     goal = capacity_milli * target / 100
@@ -497,11 +504,11 @@ def trace_model(tasks: list[TraceTask]) -> FragmentationModel:
 
 
 def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: int = 1,
-           sessions_per_step: int = 1, conf_text: str | None = None) -> PolicyReport:
+           sessions_per_step: int = 1, conf_text: str | None = None, shuffle: bool = False) -> PolicyReport:
     conf = trace_conf(policy, conf_text)
     rep = Replay(nodes, conf, trace_model(tasks))
     capacity_milli = rep.capacity * MILLI
-    arrived = arrivals(tasks, capacity_milli, seed)
+    arrived = arrivals(tasks, capacity_milli, seed, shuffle=shuffle)
     report = PolicyReport(policy)
     started = time.perf_counter()
     start = 0
@@ -534,7 +541,8 @@ def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: in
 def render_table(reports: list[TraceReport]) -> str:
     lines = []
     for r in reports:
-        lines.append(f"trace {r.trace}  pods {r.pods}  nodes {r.nodes}  GPUs {r.gpus}  seed {r.seed}")
+        lines.append(f"trace {r.trace}  pods {r.pods}  nodes {r.nodes}  GPUs {r.gpus}  seed {r.seed}  "
+                     f"order {r.order}")
         lines.append(f"node search: {r.node_search}")
         cols = f"{'alloc%':>7} {'unalloc':>8} {'failed':>6} {'frag':>7} {'frag%':>6}"
         width = len(cols)
@@ -619,12 +627,15 @@ def run_trace(args) -> int:
     for f, tasks in lists:
         reps = []
         for policy in policies:
-            reps.append(replay(nodes, tasks, policy, args.seed, args.sessions_per_step, conf_text))
+            reps.append(replay(nodes, tasks, policy, args.seed, args.sessions_per_step, conf_text, args.shuffle))
             print(f"vcsched bench: {os.path.basename(f)} {policy}: {reps[-1].wall_seconds}s", file=sys.stderr)
         reports.append(TraceReport(
             trace=trace_dir, pods=f, nodes=len(nodes), gpus=gpus, seed=args.seed,
+            order="shuffled" if args.shuffle else "creation",
             node_search=f"all {len(nodes)} nodes examined per task (Volcano --percentage-nodes-to-find=100)",
-            policies=reps, offline_unallocated=offline_unallocated(arrivals(tasks, gpus * MILLI, args.seed), gpus)))
+            policies=reps,
+            offline_unallocated=offline_unallocated(arrivals(tasks, gpus * MILLI, args.seed, shuffle=args.shuffle),
+                                                    gpus)))
     if args.output == "json":
         print(json.dumps([asdict(r) for r in reports], sort_keys=True))
     else:

@@ -36,6 +36,17 @@ def test_reads_tasks_in_creation_order_and_resamples_to_130_percent():
     assert arrived == arrivals(small, 3 * MILLI, seed=7)
 
 
+def test_shuffle_submits_the_whole_list_in_a_seeded_random_order_before_resampling():
+    tasks = [TraceTask(f"t{i}", 1000, 1024, 1, 100, (), i) for i in range(20)]  # 2 GPUs in all
+    arrived = arrivals(tasks, 2 * MILLI, seed=3, shuffle=True)
+    first = arrived[:20]
+    assert sorted(first, key=lambda t: t.creation) == tasks and first != tasks
+    assert arrived == arrivals(tasks, 2 * MILLI, seed=3, shuffle=True)
+    assert first != arrivals(tasks, 2 * MILLI, seed=4, shuffle=True)[:20]
+    assert len(arrived) == 26  # then sampled again up to 130%, as in creation order
+    assert arrivals(tasks, 2 * MILLI, seed=3)[:20] == tasks
+
+
 def test_batches_close_every_10_percent_step():
     tasks = read_tasks(TASKS)
     assert batches(tasks, 3 * MILLI) == [(1, (10, 20, 30)), (2, (40, 50)), (4, (60, 70, 80, 90, 100, 110)),
@@ -97,7 +108,11 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
     assert main(["bench", "--trace", TINY, "--pods", "small", "--policy", "spread"]) == 0
     table = capsys.readouterr().out
     assert "openb_pod_list_small.csv" in table and "130%" in table
-    assert "offline yardstick at 100% arrived" in table
+    assert "offline yardstick at 100% arrived" in table and "order creation" in table
+    assert main(["bench", "--trace", TINY, "--policy", "binpack", "--shuffle", "-o", "json"]) == 0
+    shuffled = json.loads(capsys.readouterr().out)[0]
+    assert shuffled["order"] == "shuffled" and out[0]["order"] == "creation"
+    assert shuffled["policies"][0]["steps"][-1]["arrived_percent"] == 130
 
 
 @pytest.mark.parametrize("args, message", [
@@ -112,6 +127,7 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
      "openb_node_list_gpu_node.csv:3: model: unknown GPU model 'H100'"),
     (["--trace", TINY, "--pods", os.path.join(DATA, "nope.csv")], "nope.csv: No such file or directory"),
     (["--pods", "many"], "--pods: expected one integer without --trace"),
+    (["--shuffle"], "--policy, --plot and --shuffle need --trace"),
     (["--trace", TINY, "--conf", os.path.join(DATA, "no-deviceshare.conf")],
      "the trace replay needs the deviceshare plugin in the configuration"),
 ])
