@@ -69,7 +69,7 @@ class DeviceShareArgs:
     frag_classes: int = 32
     frag_half_life: int = 2000
     # the cost of using a GPU type that tasks bound to few types need (fragmentation.py · scarcity); 0: off
-    frag_scarcity_weight: float = 1.0
+    frag_scarcity_weight: float = 2.0
 
     @classmethod
     def parse(cls, a: Arguments) -> "DeviceShareArgs":
@@ -88,7 +88,7 @@ class DeviceShareArgs:
             frag_workload=_workload(a),
             frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
             frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
-            frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 1.0),
+            frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 2.0),
         )
         if args.frag_classes < 1:
             raise ArgumentError(f"{a.where}.{FRAGMENTATION_CLASSES}: expected >= 1, got {args.frag_classes}")

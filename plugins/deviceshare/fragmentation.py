@@ -12,13 +12,14 @@ F_n(M) = Σ p_m · F_n(m), where F_n(m) is the node's free GPU capacity that a t
 (As FGD's simulator: ``GetNodePodFrag`` / ``NodeGpuShareFragAmount``.)  A GPU's free share is
 min(free cores / 100, free memory / memory).  ``vcsched bench --trace`` reports this measure.
 
-The policy asks one step more: not what one task of class m cannot use, but what a stream of them
-cannot use.  The node's idle CPU and memory feed k_m such tasks, each taking d_m GPUs (its share of
-one GPU, or its whole GPUs), so F_n(m) = free − min(free capacity m may use, k_m · d_m).  FGD alone
-sees a node with 8 free GPUs and 12 idle cores as whole for a task of 1 GPU and 11 cores, and lets
-CPU-only tasks take the CPU of half-used GPU nodes (on the openb trace 38 GPUs then ended idle on
-nodes with 1-3 idle cores); with the stream, every core taken from GPUs that need it costs its share.
-When the CPU feeds enough tasks, the two measures agree.
+For GPU-sharing classes the policy asks one step more: not what one task of class m cannot use, but
+what a stream of them cannot use.  The node's idle CPU and memory feed k_m such tasks, each taking d_m
+of a GPU, so F_n(m) = free − min(free capacity m may use, k_m · d_m).  FGD alone sees a node with 8
+free GPUs and 12 idle cores as whole for sharing tasks of 11 cores, and lets CPU-only tasks take the
+CPU of half-used GPU nodes (on the openb trace 38 GPUs then ended idle on nodes with 1-3 idle cores);
+with the stream, every core taken from GPUs that need it costs its share.  When the CPU feeds enough
+tasks, the two measures agree.  Whole-GPU classes keep FGD's measure: a stream of them as well left
+more GPUs unallocated on every openb replay it changed (26 to 28 GPUs on the default trace, seeds 1-3).
 
 Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
 as fragment for them, so an unbound task "defragments" by filling the scarce types that the tasks
@@ -126,15 +127,17 @@ class FragmentationModel:
             gk = (s.cores, s.pct, s.memreq, s.use_types, s.nouse_types)
             gi = gkeys.setdefault(gk, len(gkeys))
             di = demands.setdefault((s.milli_cpu, s.memory), len(demands))
-            # GPUs one task takes (whole GPUs, or its share of one); infinite for FGD's one-task measure
-            demand = s.nums * gpu_share(s) if streams else math.inf
+            # GPUs one task of a GPU-sharing class takes; infinite (FGD's one-task measure) for whole-GPU
+            # classes and under ``streams=0``
+            share = gpu_share(s)
+            demand = s.nums * share if streams and share < 1 else math.inf
             classes.append((w, gi, s.nums, di, demand))
         self.demands = list(demands)
         # a level stops counting where the node's GPUs bind first (FGD: 1, the task fits or not)
         smallest = [math.inf] * len(demands)
         for _, _, _, di, demand in classes:
             smallest[di] = min(smallest[di], demand)
-        self.caps = [math.ceil(streams / d) if streams and d > 0 else 1 for d in smallest]
+        self.caps = [math.ceil(streams / d) if 0 < d < math.inf else 1 for d in smallest]
         self.gkeys = list(gkeys)
         self.classes = classes
         self.weights = [w for _, w in dist]

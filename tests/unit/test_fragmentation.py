@@ -123,14 +123,16 @@ def test_cpu_only_task_goes_where_it_strands_no_gpu():
 
 
 def test_cpu_only_task_keeps_the_cpu_that_feeds_idle_gpus():
-    """n1 has 2 idle GPUs and 4 CPUs, enough for the two whole-GPU tasks of 2 CPUs the workload holds;
-    n2's GPU is full.  A 1-CPU task without GPU on n1 leaves one whole-GPU task fitting there, so FGD's
-    one-task measure sees no change on either node (and n1, first, would win); a stream of whole-GPU
-    tasks loses one GPU on n1 and nothing on n2."""
+    """n1 has 2 idle GPUs and 4 CPUs, enough for the four 50% tasks of 1 CPU the workload holds; n2's GPU
+    is full.  A 1-CPU task without GPU on n1 leaves three 50% tasks fitting there, so FGD's one-task
+    measure sees no change on either node (and n1, first, would win); a stream of 50% tasks loses half a
+    GPU on n1 and nothing on n2.  Whole-GPU classes keep FGD's measure: with them n1 wins."""
     nodes = [node("n1", 2, cpu="4"), node("n2", 1, cpu="4")]
+    sharing = {**half(50), "cpu": "1"}
     whole = {"cpu": "2", "vgpuNumber": 1, "vgpuCores": 100, "vgpuMemory": CARD, "weight": 1}
     pods = [pod("run", 100, cpu="0", node_name="n2", gpu="GPU-n2-0"), pod("cpu", 0, cpu="1")]
-    assert schedule(conf("fragmentation", [whole]), nodes, pods)["cpu"].node == "n2"
+    assert schedule(conf("fragmentation", [sharing]), nodes, pods)["cpu"].node == "n2"
+    assert schedule(conf("fragmentation", [whole]), nodes, pods)["cpu"].node == "n1"
     assert schedule(conf("binpack"), nodes, pods)["cpu"].node == "n1"
 
 
@@ -167,21 +169,23 @@ def test_node_fragmentation_by_hand():
 
 
 def test_stream_fragmentation_by_hand():
-    """The policy's measure: F(m) = free − min(free capacity m may use, k_m × d_m), k_m the tasks of m
-    the idle CPU and memory feed.  FGD's (streams=0) only asks whether one task fits."""
+    """The policy's measure for GPU-sharing classes: F(m) = free − min(free capacity m may use, k_m × d_m),
+    k_m the tasks of m the idle CPU and memory feed.  FGD's (streams=0, and whole-GPU classes always)
+    only asks whether one task fits."""
     whole = TaskShape(2000, 0, 1, 100, 100, 0, None, None)
     third = TaskShape(3000, 0, 1, 30, 30, 0, None, None)
     idle = ("NVIDIA-T4", 16384, 100, 0, 0, 0)
     four = (idle,) * 4
     fgd = FragmentationModel([(whole, 1), (third, 1)])
     stream = FragmentationModel([(whole, 1), (third, 1)], streams=4)
-    # 5 CPUs: two whole-GPU tasks (2 of 4 GPUs fed) and one 30% task (0.3 of 4)
+    # 5 CPUs: one whole-GPU task fits (FGD's measure: nothing lost) and one 30% task (0.3 of 4)
     assert fgd.node_frag(5000, 1 << 30, four) == (pytest.approx(0.0), pytest.approx(4.0))
-    assert stream.node_frag(5000, 1 << 30, four)[0] == pytest.approx((4 - 2 + 4 - 0.3) / 2)
-    # enough CPU for every GPU: the measures agree (whole: 4 tasks; 30%: 14 tasks ≥ 4 GPUs' worth)
+    assert stream.node_frag(5000, 1 << 30, four)[0] == pytest.approx((0 + 4 - 0.3) / 2)
+    # enough CPU for every GPU: the measures agree (30%: 14 tasks ≥ 4 GPUs' worth)
     assert stream.node_frag(42000, 1 << 30, four)[0] == pytest.approx(0.0)
-    # the level counts at most what the largest node's GPUs hold: ceil(4 / 0.3) = 14 tasks of 30%
-    assert stream.levels(1e9, 1 << 30) == (4, 14)
+    # the level counts at most what the largest node's GPUs hold: ceil(4 / 0.3) = 14 tasks of 30%;
+    # whole-GPU classes only ask whether one fits
+    assert stream.levels(1e9, 1 << 30) == (1, 14)
     assert fgd.levels(1e9, 1 << 30) == (1, 1)
     # a 30% task uses a GPU with 70% free, not one with 20% free; the stream is capped by what it may use
     gpus = tuple(sorted([("NVIDIA-T4", 16384, 100, 1, 80, 0), ("NVIDIA-T4", 16384, 100, 1, 30, 0)]))
