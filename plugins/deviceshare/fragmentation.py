@@ -18,7 +18,8 @@ of a GPU, so F_n(m) = free − min(free capacity m may use, k_m · d_m).  FGD al
 free GPUs and 12 idle cores as whole for sharing tasks of 11 cores, and lets CPU-only tasks take the
 CPU of half-used GPU nodes (on the openb trace 38 GPUs then ended idle on nodes with 1-3 idle cores);
 with the stream, every core taken from GPUs that need it costs its share.  When the CPU feeds enough
-tasks, the two measures agree.  Whole-GPU classes keep FGD's measure: a stream of them as well left
+tasks, the two measures agree.  Whole-GPU classes (and those asking memory in MiB without cores, whose
+share depends on the card) keep FGD's measure: a stream of whole-GPU tasks as well left
 more GPUs unallocated on every openb replay it changed (26 to 28 GPUs on the default trace, seeds 1-3).
 
 Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
@@ -127,8 +128,9 @@ class FragmentationModel:
             gk = (s.cores, s.pct, s.memreq, s.use_types, s.nouse_types)
             gi = gkeys.setdefault(gk, len(gkeys))
             di = demands.setdefault((s.milli_cpu, s.memory), len(demands))
-            # GPUs one task of a GPU-sharing class takes; infinite (FGD's one-task measure) for whole-GPU
-            # classes and under ``streams=0``
+            # the share of a GPU one task of a GPU-sharing class takes; infinite (FGD's one-task measure)
+            # under ``streams=0`` and for classes that take whole GPUs, or whose share ``gpu_share`` cannot
+            # tell (memory in MiB without cores: its share depends on the card)
             share = gpu_share(s)
             demand = s.nums * share if streams and share < 1 else math.inf
             classes.append((w, gi, s.nums, di, demand))

@@ -187,6 +187,9 @@ def test_stream_fragmentation_by_hand():
     # whole-GPU classes only ask whether one fits
     assert stream.levels(1e9, 1 << 30) == (1, 14)
     assert fgd.levels(1e9, 1 << 30) == (1, 1)
+    # memory in MiB without cores: its share depends on the card, so one task is asked about, as in FGD
+    by_mib = TaskShape(1000, 0, 1, 0, 101, 4096, None, None)
+    assert FragmentationModel([(by_mib, 1)], streams=4).levels(1e9, 1 << 30) == (1,)
     # a 30% task uses a GPU with 70% free, not one with 20% free; the stream is capped by what it may use
     gpus = tuple(sorted([("NVIDIA-T4", 16384, 100, 1, 80, 0), ("NVIDIA-T4", 16384, 100, 1, 30, 0)]))
     f, free = stream.node_frag(42000, 1 << 30, gpus)
