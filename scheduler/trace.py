@@ -591,7 +591,7 @@ def plot(reports: list[TraceReport], path: str) -> None:
         ax.set_ylim(0, 100)
         ax.set_xlabel("arrived GPU demand (% of capacity)")
         ax.set_ylabel("allocated GPUs (% of capacity)")
-        ax.set_title(os.path.basename(r.pods))
+        ax.set_title(os.path.basename(r.pods) + (", shuffled" if r.order == "shuffled" else ""))
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
     fig.tight_layout()
