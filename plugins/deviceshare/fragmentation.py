@@ -20,7 +20,8 @@ CPU of half-used GPU nodes (on the openb trace 38 GPUs then ended idle on nodes 
 with the stream, every core taken from GPUs that need it costs its share.  When the CPU feeds enough
 tasks, the two measures agree.  Whole-GPU classes (and those asking memory in MiB without cores, whose
 share depends on the card) keep FGD's measure: a stream of whole-GPU tasks as well left more GPUs
-unallocated on every openb replay it changed (26 to 28 GPUs on the default trace, seeds 1-3).
+unallocated on every openb replay it changed (26 GPUs on the default trace, 22 shuffled, 32 on
+multigpu50 shuffled).
 
 Beyond FGD, a scarcity cost: FGD alone counts the free capacity of a GPU type that bound classes avoid
 as fragment for them, so an unbound task "defragments" by filling the scarce types that the tasks
