@@ -333,16 +333,17 @@ async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
     assert len(api.all(SCHED, "podgroups")) == 1
 
 
-async def run(api: ApiServer, body, watch_timeout: float = 300.0):
-    """``run_controllers`` (kopf: indexes, then the on.event handlers) around ``await body(client)``."""
+async def run(api: ApiServer, body, watch_timeout: float = 300.0, controllers: type[Controllers] = Controllers):
+    """``run_controllers`` (kopf: indexes, then the on.event handlers) around ``await body(ctl)``;
+    ``controllers``: the class to run (a test's subclass)."""
     client = client_for(api, agent=CONTROLLER_AGENT)
+    ctl = controllers(client, ControllerOptions())
     before = asyncio.all_tasks()
     stop, ready = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(run_controllers(client, stop, ControllerOptions(), ready=ready,
-                                               watch_timeout=watch_timeout))
+    task = asyncio.create_task(run_controllers(client, stop, ready=ready, ctl=ctl, watch_timeout=watch_timeout))
     try:
         await eventually(ready.is_set, "the initial lists")
-        await body(client)
+        await body(ctl)
     finally:
         stop.set()
         with contextlib.suppress(Exception):
@@ -457,7 +458,7 @@ async def test_the_handlers_under_kopf_start_after_the_initial_lists(api):
     api.put(queue("root"))
     early = api.put(job("early"))  # there before the controllers: seen in the initial list
 
-    async def body(client) -> None:
+    async def body(ctl) -> None:
         pg_name = f"early-{early['metadata']['uid']}"
         await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")
         api.update(SCHED, "podgroups", "ns", pg_name, {"status": {"phase": "Inqueue"}})
@@ -490,7 +491,7 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
     api.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
              "value": 1000})
 
-    async def body(client) -> None:
+    async def body(ctl) -> None:
         spec = job(replicas=replicas)
         spec["spec"]["tasks"][0]["template"]["spec"]["priorityClassName"] = "high"  # read from its store too
         created = api.put(spec)
@@ -517,7 +518,7 @@ async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_i
     api.put(queue("default"))
     api.put(queue("root"))
 
-    async def body(client) -> None:
+    async def body(ctl) -> None:
         created = api.put(job(replicas=2))
         pg_name = f"j1-{created['metadata']['uid']}"
         await eventually(lambda: api.get(SCHED, "podgroups", "ns", pg_name) is not None, "the PodGroup")

@@ -10,35 +10,17 @@ At the end, the same for the scheduler's own reflectors (scheduler/kube/source.p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
-from vcsched.kube.controllers import ControllerOptions, Controllers, Lister, run_controllers
+from vcsched.kube.controllers import ControllerOptions, Controllers, Lister
 
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, cluster, conf_map, eventually, podgroup, queue, verb_of
 from .conftest import pod as sched_pod
-from .test_controllers import BUS, SCHED, command, job, pods, set_phase, status
+from .test_controllers import BUS, SCHED, command, job, pods, run, set_phase, status
 
 pytestmark = pytest.mark.asyncio
-
-
-async def run(api: ApiServer, body, controllers: type[Controllers] = Controllers) -> None:
-    """``run_controllers`` around ``await body(ctl)``."""
-    client = client_for(api, agent=CONTROLLER_AGENT)
-    ctl = controllers(client, ControllerOptions())
-    stop, ready = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(run_controllers(client, stop, ready=ready, ctl=ctl))
-    try:
-        await eventually(ready.is_set, "the initial lists")
-        await body(ctl)
-    finally:
-        stop.set()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 20)
-        await client.close()
-    assert task.done() and not task.cancelled()
 
 
 def gap(api: ApiServer, *deleted: tuple[str, str, str, str]) -> None:
@@ -159,7 +141,7 @@ async def test_a_pod_deleted_between_kopfs_relist_and_ours_is_handled_once(api):
         assert ctl.pods_deleted == [uid]
         assert all(p["metadata"]["uid"] != uid for p in ctl.pods.index.get(("ns", "j1-worker-1"), ()))
 
-    await run(api, body, _CountingDeletions)
+    await run(api, body, controllers=_CountingDeletions)
 
 
 def queues_and_podgroups(api: ApiServer, *podgroups: tuple[str, str]) -> None:
