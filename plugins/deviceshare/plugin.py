@@ -107,10 +107,9 @@ def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]],
             if static:
                 mindcluster = MindClusterInfo.from_config_maps(config_maps)
             families = build_families(args, load_device_config(config_maps, args), mindcluster)
-            init_params = getattr(conf, "configurations", {}).get("init-params")
             for f in families:
                 if isinstance(f, MindClusterFamily):  # which device-info ConfigMaps count, from the first session
-                    f.configure(init_params.values if init_params is not None else {})
+                    f.configure(conf.action_arguments("init-params").values)
                     if static:
                         f.cluster_info.warn_other_source(f.use_cluster_info_manager)
             return NodeDeviceBuilder(families)
@@ -168,8 +167,7 @@ class DeviceSharePlugin(Plugin):
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)
         if mc is not None:
-            init_params = getattr(ssn.conf, "configurations", {}).get("init-params")
-            mc.configure(init_params.values if init_params is not None else {})
+            mc.configure(ssn.conf.action_arguments("init-params").values)
         if mc is not None and self.args.schedule_weight > 0:
             ssn.add(Point.BATCH_NODE_ORDER, self.name, MindClusterScorer(mc, self.args.schedule_weight))
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
