@@ -137,7 +137,7 @@ def table(doc: dict[str, Any]) -> str:
 def _session_view(info, d):  # type: ignore[no-untyped-def]
     """The devices as a session sees them: kinds that build their model at session open (the 310P kind
     merges MindCluster's device-info ConfigMaps there) are shown from an opened copy."""
-    if not getattr(d.family, "session_init", False):
+    if not d.family.session_init:
         return d
     view = d.clone()
     view.open_session(info)
