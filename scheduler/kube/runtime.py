@@ -125,8 +125,7 @@ def mindcluster_watches(conf: SchedulerConfiguration) -> set[tuple[str, str]]:
                 continue
             if not DeviceShareArgs.parse(option.arguments).ascend_mindcluster_vnpu:
                 return set()
-            init = conf.configurations.get("init-params")
-            return set(watched_configmaps(use_cluster_info_manager(init.values if init is not None else {})))
+            return set(watched_configmaps(use_cluster_info_manager(conf.action_arguments("init-params").values)))
     return set()
 
 
