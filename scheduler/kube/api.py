@@ -97,6 +97,9 @@ async def load_configuration(kubeconfig: str | None) -> kclient.Configuration:
     return cfg
 
 
+LIST_PAGE = 500  # objects per page of a LIST
+
+
 class KubeClient:
     """JSON in, JSON out.  ``request`` raises ApiError; ``watch`` yields the stream's events."""
 
@@ -149,6 +152,20 @@ class KubeClient:
             if e.status == 404:
                 return None
             raise
+
+    async def list(self, path: str, query: Mapping[str, Any] | None = None, *, page: int = LIST_PAGE,
+                   first_page_only: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+        """Every object at ``path`` (pages of ``page``; ``first_page_only``: the first page alone) and the
+        list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            doc = await self.request("GET", path, query={**(query or {}), "limit": page, "continue": cont})
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None or first_page_only:
+                return items, meta.get("resourceVersion") or None
 
     async def watch(self, path: str, query: Mapping[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
         """A watch stream: one event dict per line, until the server ends it or ``timeout`` of silence."""

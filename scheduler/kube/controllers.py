@@ -49,7 +49,7 @@ from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_pod
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
-from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
+from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, LIST_PAGE, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
 
@@ -460,7 +460,7 @@ class Controllers:
 
                 async def once() -> None:
                     nonlocal listed
-                    listed = await self._list_all(path, probe=not full)
+                    listed = await self.client.list(path, page=LIST_PAGE if full else 1, first_page_only=not full)
 
                 if await self._retrying(f"list {lister.name} after a relist", once) is not None:
                     return
@@ -482,18 +482,6 @@ class Controllers:
                     return
         finally:
             self._relisting.pop(lister.name, None)
-
-    async def _list_all(self, path: str, probe: bool = False) -> tuple[list[dict[str, Any]], str | None]:
-        """Every object at ``path`` (paged; ``probe``: the first one only) and the list's resourceVersion."""
-        items: list[dict[str, Any]] = []
-        cont: str | None = None
-        while True:
-            doc = await self.client.request("GET", path, query={"limit": 1 if probe else 500, "continue": cont})
-            items.extend(doc.get("items") or [])
-            meta = doc.get("metadata") or {}
-            cont = meta.get("continue") or None
-            if cont is None or probe:
-                return items, meta.get("resourceVersion")
 
     # -- handlers ------------------------------------------------------------------------------
 

@@ -34,8 +34,6 @@ from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, Kub
 
 log = structlog.get_logger("vcsched.kube.source")
 
-LIST_PAGE = 500
-
 
 class Handler(Protocol):
     def upsert(self, obj: dict[str, Any]) -> None: ...
@@ -116,20 +114,9 @@ class Reflector:
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        path = self.kind.path(self.namespace)
-        items: list[dict[str, Any]] = []
-        cont: str | None = None
-        while True:
-            doc = await self.client.request("GET", path, query={
-                "limit": LIST_PAGE, "continue": cont, "fieldSelector": self.field_selector,
-                "labelSelector": self.label_selector})
-            items.extend(doc.get("items") or [])
-            meta = doc.get("metadata") or {}
-            cont = meta.get("continue") or None
-            if cont is None:
-                break
+        items, self.resource_version = await self.client.list(
+            self.kind.path(self.namespace), {"fieldSelector": self.field_selector, "labelSelector": self.label_selector})
         self._replace(items)
-        self.resource_version = meta.get("resourceVersion") or None
         self.synced.set()
         self.log.debug("listed", count=len(items), resource_version=self.resource_version)
 
