@@ -288,8 +288,8 @@ def bench(args: argparse.Namespace) -> int:
         from .trace import run_trace
 
         return run_trace(args)
-    if args.policy or args.plot or args.shuffle:
-        print("vcsched bench: --policy, --plot and --shuffle need --trace", file=sys.stderr)
+    if args.policy or args.plot or args.shuffle or args.tie_break:
+        print("vcsched bench: --policy, --plot, --shuffle and --tie-break need --trace", file=sys.stderr)
         return 2
     # --pods is a count here (a task list with --trace)
     raw = args.pods or ["10000"]
@@ -327,6 +327,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--shuffle", action="store_true",
                    help="with --trace: submit the task list in a seeded random order (the FGD paper's "
                         "experiments), not in creation order")
+    p.add_argument("--tie-break", choices=("random", "first"),
+                   help="with --trace: among nodes of equal best score, take one at random (seeded), as "
+                        "Volcano does (the default), or the first in search order, as vcsched's scheduler does")
     p.add_argument("--sessions-per-step", type=int, default=1,
                    help="with --trace: scheduling sessions per 10%% step of arrived demand")
     p.add_argument("--nodes", type=int, default=1000)

@@ -15,6 +15,11 @@ The replay follows the FGD paper (Weng et al., USENIX ATC'23, "Beware of Fragmen
   ``vgpu-memory-percentage`` (the cards' sizes differ, so a percentage is the one request that means
   "the same share" on any model); ``gpu_spec`` → ``nvidia.com/use-gputype``; CPU and memory as given.
   Every task is its own job (a PodGroup of one).
+- Nodes of equal best score are told apart as Volcano tells them apart: one is drawn at random (seeded),
+  ``util.SelectBestNodeAndScore``.  Volcano's binpack scores a node by the cards a task would take, not by
+  the node, so every node with an empty card ties for a task that needs one; the draw then scatters
+  tasks over the nodes.  ``--tie-break first`` replays with vcsched's own rule (the first node in search
+  order, which over the whole node list packs nodes in list order) instead.
 - Submissions are batched: one scheduling session per 10% step of arrived demand (``--sessions-per-step``
   splits a step further).  A task the session cannot place is failed for good, as in the paper.
 - After each step: allocated GPU share, unallocated GPUs, failed tasks, and the FGD fragmentation of
@@ -313,6 +318,7 @@ class TraceReport:
     seed: int
     order: str  # "creation" (the trace's), or "shuffled" (seeded, the FGD paper's experiments)
     node_search: str
+    tie_break: str  # "random" (seeded, Volcano's), or "first" in search order (vcsched's scheduler)
     policies: list[PolicyReport]
     # GPUs left unallocated at 100% arrived demand by a clairvoyant offline packing (``offline_unallocated``)
     offline_unallocated: float = 0.0
@@ -504,9 +510,13 @@ def trace_model(tasks: list[TraceTask]) -> FragmentationModel:
 
 
 def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: int = 1,
-           sessions_per_step: int = 1, conf_text: str | None = None, shuffle: bool = False) -> PolicyReport:
+           sessions_per_step: int = 1, conf_text: str | None = None, shuffle: bool = False,
+           tie_break: str = "random") -> PolicyReport:
     conf = trace_conf(policy, conf_text)
     rep = Replay(nodes, conf, trace_model(tasks))
+    if tie_break == "random":
+        # a stream of its own: the arrivals draw from ``seed`` itself
+        rep.state.tie_break = random.Random(f"tie-break {seed}")
     capacity_milli = rep.capacity * MILLI
     arrived = arrivals(tasks, capacity_milli, seed, shuffle=shuffle)
     report = PolicyReport(policy)
@@ -543,7 +553,9 @@ def render_table(reports: list[TraceReport]) -> str:
     for r in reports:
         lines.append(f"trace {r.trace}  pods {r.pods}  nodes {r.nodes}  GPUs {r.gpus}  seed {r.seed}  "
                      f"order {r.order}")
-        lines.append(f"node search: {r.node_search}")
+        ties = ("at random (seeded), as Volcano" if r.tie_break == "random"
+                else "to the first in search order, as vcsched's scheduler")
+        lines.append(f"node search: {r.node_search}; ties {ties}")
         cols = f"{'alloc%':>7} {'unalloc':>8} {'failed':>6} {'frag':>7} {'frag%':>6}"
         width = len(cols)
         lines.append(f"{'':>8} " + "".join(f" | {p.policy:<{width}}" for p in r.policies))
@@ -591,7 +603,8 @@ def plot(reports: list[TraceReport], path: str) -> None:
         ax.set_ylim(0, 100)
         ax.set_xlabel("arrived GPU demand (% of capacity)")
         ax.set_ylabel("allocated GPUs (% of capacity)")
-        ax.set_title(os.path.basename(r.pods) + (", shuffled" if r.order == "shuffled" else ""))
+        ax.set_title(os.path.basename(r.pods) + (", shuffled" if r.order == "shuffled" else "")
+                     + (", ties to the first node" if r.tie_break == "first" else ""))
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
     fig.tight_layout()
@@ -603,6 +616,7 @@ def run_trace(args) -> int:
     """The ``bench --trace`` command: exit 2 on bad input."""
     trace_dir = args.trace
     policies = args.policy or list(POLICIES)
+    tie_break = args.tie_break or "random"
     try:
         if not os.path.isdir(trace_dir):
             raise TraceError(f"{trace_dir}: no such trace directory")
@@ -627,12 +641,14 @@ def run_trace(args) -> int:
     for f, tasks in lists:
         reps = []
         for policy in policies:
-            reps.append(replay(nodes, tasks, policy, args.seed, args.sessions_per_step, conf_text, args.shuffle))
+            reps.append(replay(nodes, tasks, policy, args.seed, args.sessions_per_step, conf_text, args.shuffle,
+                               tie_break))
             print(f"vcsched bench: {os.path.basename(f)} {policy}: {reps[-1].wall_seconds}s", file=sys.stderr)
         reports.append(TraceReport(
             trace=trace_dir, pods=f, nodes=len(nodes), gpus=gpus, seed=args.seed,
             order="shuffled" if args.shuffle else "creation",
             node_search=f"all {len(nodes)} nodes examined per task (Volcano --percentage-nodes-to-find=100)",
+            tie_break=tie_break,
             policies=reps,
             offline_unallocated=offline_unallocated(arrivals(tasks, gpus * MILLI, args.seed, shuffle=args.shuffle),
                                                     gpus)))

@@ -16,8 +16,9 @@ placements elsewhere (inter-pod affinity, topology spread, scorers that normalis
 over the candidate set) take the direct path, which does what Volcano does, node
 by node.
 
-Ties between equal scores, which Volcano breaks at random, go to the first node
-in search order.
+Ties between equal best scores go to the first node in search order, or, when
+``SchedulerState.tie_break`` holds a random generator, to one drawn uniformly
+among them, as Volcano does (util/scheduler_helper.go · SelectBestNodeAndScore).
 """
 
 from __future__ import annotations
@@ -256,6 +257,11 @@ class NodeSearch:
             s = scores[nd.name]
             if s > best_score:
                 best, best_score = nd, s
+        rng = ssn.state.tie_break
+        if rng is not None:
+            tied = [nd for nd in gradient if scores[nd.name] == best_score]
+            if len(tied) > 1:
+                best = rng.choice(tied)
         return Placement(best, idle)
 
 
@@ -449,15 +455,56 @@ class ShapeIndex:
         start, length = self._window(task)
         if length == 0:
             return self._failure(task, start)
-        end = length - 1
+        end = start + length
+        ranges = ((start, end),) if end <= n else ((start, n), (0, end - n))
         for best, idle in ((self.best1, True), (self.best2, False)):
-            if start + end < n:
-                chosen = self._best(best, start, start + end + 1)
-            else:
-                chosen = self._better(self._best(best, start, n), self._best(best, 0, start + end + 1 - n))
+            chosen = -1
+            for l, r in ranges:
+                chosen = self._better(chosen, self._best(best, l, r))
             if chosen >= 0:
+                rng = search.ssn.state.tie_break
+                if rng is not None:
+                    tied = self._tied(best, ranges, self.score[chosen])
+                    if len(tied) > 1:
+                        chosen = rng.choice(tied)
                 return Placement(search.nodes[chosen], idle)
         return self._failure(task, start)
+
+    def _tied(self, best: list[int], ranges: tuple[tuple[int, int], ...], top: float) -> list[int]:
+        """The leaves of ``best``'s gradient in the ranges that score ``top``, the best, in search order.
+
+        Only subtrees whose best leaf scores ``top`` are entered: about two steps per tied leaf."""
+        score, size = self.score, self.size
+        roots: list[int] = []
+        for l, r in ranges:
+            left: list[int] = []
+            right: list[int] = []
+            l += size
+            r += size
+            while l < r:
+                if l & 1:
+                    left.append(l)
+                    l += 1
+                if r & 1:
+                    r -= 1
+                    right.append(r)
+                l >>= 1
+                r >>= 1
+            roots += left
+            roots += reversed(right)
+        out: list[int] = []
+        stack = roots[::-1]
+        while stack:
+            v = stack.pop()
+            b = best[v]
+            if b < 0 or score[b] != top:
+                continue
+            if v >= size:
+                out.append(v - size)
+            else:
+                stack.append(2 * v + 1)
+                stack.append(2 * v)
+        return out
 
     def _failure(self, task: TaskInfo, start: int) -> FitErrors:
         if self.failure is not None and self.failure[0] == self.log_pos:

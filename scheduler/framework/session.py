@@ -7,6 +7,7 @@ as effects (``effects.py``) for a sink to carry out.
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -69,10 +70,17 @@ class NodesToFind:
 
 @dataclass(slots=True)
 class SchedulerState:
-    """What outlives a session: the rotating start of the feasible-node search, and its options."""
+    """What outlives a session: the rotating start of the feasible-node search, and its options.
+
+    ``tie_break``: how the node search chooses among nodes of equal best score.  None (the
+    scheduler's choice): the first in search order, so that a run can be repeated.  A random
+    generator: uniformly at random among them, as Volcano does (``SelectBestNodeAndScore``);
+    the trace replay uses it so that Volcano's policies run as they do in Volcano.
+    """
 
     next_start_node: int = 0
     nodes_to_find: NodesToFind = NodesToFind()
+    tie_break: random.Random | None = None
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import random
 
 from vcsched.bench import build_cluster
 from vcsched.cache import Cache
@@ -12,9 +13,11 @@ from vcsched.plugins.deviceshare import device_builder
 from vcsched.scheduler import Scheduler
 
 
-def run_cycles(args: argparse.Namespace, conf: SchedulerConfiguration, cycles: int = 2) -> list[Effect]:
+def run_cycles(args: argparse.Namespace, conf: SchedulerConfiguration, cycles: int = 2,
+               tie_break: random.Random | None = None) -> list[Effect]:
     """``build_cluster(args)`` in a cache, ``cycles`` sessions; each Bind is applied as the cluster
-    would (the pod Running on its node, with the Binding's annotations). Every effect, in order."""
+    would (the pod Running on its node, with the Binding's annotations). Every effect, in order.
+    ``tie_break``: the scheduler's ``SchedulerState.tie_break``."""
     node_objs, pgs, pod_objs = build_cluster(args)
     cache = Cache(devices=device_builder(conf, {}))
     cache.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
@@ -27,6 +30,7 @@ def run_cycles(args: argparse.Namespace, conf: SchedulerConfiguration, cycles: i
         cache.add_pod(obj)
         by_name[obj["metadata"]["name"]] = obj
     scheduler = Scheduler(cache, conf)
+    scheduler.state.tie_break = tie_break
     out: list[Effect] = []
     for c in range(cycles):
         effects = scheduler.run_once(now=float(c), uid=f"s{c}")

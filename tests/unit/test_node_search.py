@@ -1,6 +1,8 @@
 """The shared per-shape search must choose exactly the node Volcano's node-by-node search chooses."""
 
 import argparse
+import random
+from collections import Counter
 
 import pytest
 
@@ -30,12 +32,13 @@ def test_nodes_to_find_follows_volcanos_flags(options, n, expected):
     assert options.count(n) == expected
 
 
-def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int, cycles: int = 2) -> list[tuple[str, str]]:
+def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int, cycles: int = 2,
+               tie_break: random.Random | None = None) -> list[tuple[str, str]]:
     if not shared:
         monkeypatch.setattr(NodeSearch, "shareable", lambda self, task: False)
     args = argparse.Namespace(nodes=nodes, node_cpu="8", node_memory="16Gi", node_pods=20, pods=pods,
                               gang_size=gang, cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7)
-    effects = run_cycles(args, parse_conf(DEFAULT_SCHEDULER_CONF), cycles)
+    effects = run_cycles(args, parse_conf(DEFAULT_SCHEDULER_CONF), cycles, tie_break)
     return [(e.name, e.node) for e in effects if isinstance(e, Bind)]
 
 
@@ -46,6 +49,45 @@ def test_shared_search_equals_node_by_node_search(monkeypatch, nodes, pods, gang
     shared = placements(monkeypatch, True, nodes, pods, gang)
     assert shared == direct
     assert len(direct) > pods // 3  # the cluster fills up: failures and full nodes are exercised too
+
+
+@pytest.mark.parametrize("nodes, pods, gang", [(150, 900, 1), (40, 400, 10)])
+def test_shared_search_draws_ties_as_the_node_by_node_search(monkeypatch, nodes, pods, gang):
+    """With Volcano's random tie-break both searches list the tied nodes in search order, so the
+    same generator draws the same node; and the draw does move pods off the first tied node."""
+    direct = placements(monkeypatch, False, nodes, pods, gang, tie_break=random.Random(3))
+    monkeypatch.undo()
+    shared = placements(monkeypatch, True, nodes, pods, gang, tie_break=random.Random(3))
+    assert shared == direct
+    first = placements(monkeypatch, True, nodes, pods, gang)
+    assert len(first) == len(direct) and first != direct
+
+
+def test_random_tie_break_draws_among_the_best_nodes_only():
+    """Ten idle nodes, two of them half used: binpack's favourites n3 and n7 tie.  Search order gives
+    n3 every time; Volcano's draw gives n3 or n7, each about half the time, and never another node."""
+    from .test_actions import node, pod, podgroup, queue
+
+    conf = parse_conf('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+                      '  - name: binpack\n')
+
+    def placed(tie_break: random.Random | None) -> str:
+        cache = Cache()
+        cache.add_queue(queue("default"))
+        for i in range(10):
+            cache.add_node(node(f"n{i}"))
+        for busy in ("n3", "n7"):
+            cache.add_podgroup(podgroup(f"busy-{busy}"))
+            cache.add_pod(pod(f"busy-{busy}-0", f"busy-{busy}", cpu="2", node_name=busy, phase="Running"))
+        cache.add_podgroup(podgroup("pg"))
+        cache.add_pod(pod("p-0", "pg"))
+        scheduler = Scheduler(cache, conf)
+        scheduler.state.tie_break = tie_break
+        return next(e.node for e in scheduler.run_once() if isinstance(e, Bind))
+
+    assert {placed(None) for _ in range(5)} == {"n3"}
+    drawn = Counter(placed(random.Random(seed)) for seed in range(200))
+    assert set(drawn) == {"n3", "n7"} and 70 <= drawn["n3"] <= 130
 
 
 def test_percentage_nodes_to_find_widens_the_search_window():

@@ -57,7 +57,7 @@ def test_batches_close_every_10_percent_step():
 
 def test_replay_accounting_binpack():
     nodes, tasks = read_nodes(NODES), read_tasks(TASKS)
-    rep = replay(nodes, tasks, "binpack")
+    rep = replay(nodes, tasks, "binpack", tie_break="first")
     assert rep.sessions == 4
     rows = {s.arrived_percent: s for s in rep.steps}
     assert sorted(rows) == list(range(10, 131, 10))
@@ -70,6 +70,20 @@ def test_replay_accounting_binpack():
     # FGD fragmentation, classes a..e at 1/5: n1 (0.5 free on a shared T4) 0.4, n2 (0.5 free V100) 0.3
     assert end.fragmentation_gpus == pytest.approx(0.7)
     assert end.fragmentation_rate == pytest.approx(0.7)
+
+
+def test_replay_breaks_ties_at_random_as_volcano_by_default():
+    """a (one whole GPU) ties between n1 and n2 (binpack scores the card, 100, on both).  Drawn onto n2,
+    it takes n2's only card: b goes to n1, d (two whole GPUs) and e (the V100M32) fail.  The draw is seeded."""
+    nodes, tasks = read_nodes(NODES), read_tasks(TASKS)
+
+    def end(seed: int) -> tuple[float, int]:
+        last = replay(nodes, tasks, "binpack", seed=seed).steps[-1]
+        return last.allocated_gpus, last.failed_tasks
+
+    outcomes = {seed: end(seed) for seed in range(1, 9)}
+    assert set(outcomes.values()) == {(2.0, 1), (1.5, 2)}
+    assert end(1) == outcomes[1] and end(2) == outcomes[2]
 
 
 def test_replay_ledger_matches_the_task_accounting_for_every_policy():
@@ -113,6 +127,9 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
     shuffled = json.loads(capsys.readouterr().out)[0]
     assert shuffled["order"] == "shuffled" and out[0]["order"] == "creation"
     assert shuffled["policies"][0]["steps"][-1]["arrived_percent"] == 130
+    assert out[0]["tie_break"] == "random" and "ties at random" in table
+    assert main(["bench", "--trace", TINY, "--policy", "binpack", "--tie-break", "first"]) == 0
+    assert "ties to the first in search order" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args, message", [
@@ -127,7 +144,8 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
      "openb_node_list_gpu_node.csv:3: model: unknown GPU model 'H100'"),
     (["--trace", TINY, "--pods", os.path.join(DATA, "nope.csv")], "nope.csv: No such file or directory"),
     (["--pods", "many"], "--pods: expected one integer without --trace"),
-    (["--shuffle"], "--policy, --plot and --shuffle need --trace"),
+    (["--shuffle"], "--policy, --plot, --shuffle and --tie-break need --trace"),
+    (["--tie-break", "first"], "--policy, --plot, --shuffle and --tie-break need --trace"),
     (["--trace", TINY, "--conf", os.path.join(DATA, "no-deviceshare.conf")],
      "the trace replay needs the deviceshare plugin in the configuration"),
 ])
