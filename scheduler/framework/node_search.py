@@ -473,7 +473,8 @@ class ShapeIndex:
     def _tied(self, best: list[int], ranges: tuple[tuple[int, int], ...], top: float) -> list[int]:
         """The leaves of ``best``'s gradient in the ranges that score ``top``, the best, in search order.
 
-        Only subtrees whose best leaf scores ``top`` are entered: about two steps per tied leaf."""
+        Only subtrees whose best leaf scores ``top`` are entered, so the walk is at most one step per
+        tree level per tied leaf, and about two per tied leaf where they lie close together."""
         score, size = self.score, self.size
         roots: list[int] = []
         for l, r in ranges:
