@@ -2,8 +2,8 @@
 
 Cluster: n1 with two T4, n2 with one V100M32 (3 GPUs).  Tasks in creation order: a (1 whole GPU),
 b (half a GPU), c (CPU only), d (2 whole GPUs), e (half a V100M32).  Arrived demand: a 33%, b 50%,
-d 117%, e 133%: four sessions.  Binpack: a → n1 GPU 0 (tie with n2, n1 first in search order),
-b → n1 GPU 1, c → n1, d fails (no node has two idle GPUs), e → n2.
+d 117%, e 133%: four sessions.  Binpack with ties to the first node (``--tie-break first``): a → n1 GPU 0
+(tie with n2, n1 first in search order), b → n1 GPU 1, c → n1, d fails (no node has two idle GPUs), e → n2.
 """
 
 import json
