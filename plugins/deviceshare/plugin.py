@@ -90,30 +90,34 @@ class NodeDeviceBuilder:
         return out
 
 
+def deviceshare_args(conf) -> DeviceShareArgs | None:
+    """The arguments of the conf's first deviceshare entry, or None when no tier has one."""
+    for tier in conf.tiers:
+        for option in tier:
+            if option.name == PLUGIN_NAME:
+                return DeviceShareArgs.parse(option.arguments)
+    return None
+
+
 def device_builder(conf, config_maps: Mapping[str, Mapping[str, Any]],
                    mindcluster: MindClusterInfo | None = None) -> NodeDeviceBuilder | None:
     """The builder for a scheduler configuration: None when no tier enables a device kind.
 
     ``mindcluster``: the MindCluster device-info store a source keeps up to date (kube mode);
     without it the store is filled once from ``config_maps`` (simulate)."""
-    for tier in conf.tiers:
-        for option in tier:
-            if option.name != PLUGIN_NAME:
-                continue
-            args = DeviceShareArgs.parse(option.arguments)
-            if not args.any_enabled:
-                return None
-            static = args.ascend_mindcluster_vnpu and mindcluster is None
+    args = deviceshare_args(conf)
+    if args is None or not args.any_enabled:
+        return None
+    static = args.ascend_mindcluster_vnpu and mindcluster is None
+    if static:
+        mindcluster = MindClusterInfo.from_config_maps(config_maps)
+    families = build_families(args, load_device_config(config_maps, args), mindcluster)
+    for f in families:
+        if isinstance(f, MindClusterFamily):  # which device-info ConfigMaps count, from the first session
+            f.configure(conf.action_arguments("init-params").values)
             if static:
-                mindcluster = MindClusterInfo.from_config_maps(config_maps)
-            families = build_families(args, load_device_config(config_maps, args), mindcluster)
-            for f in families:
-                if isinstance(f, MindClusterFamily):  # which device-info ConfigMaps count, from the first session
-                    f.configure(conf.action_arguments("init-params").values)
-                    if static:
-                        f.cluster_info.warn_other_source(f.use_cluster_info_manager)
-            return NodeDeviceBuilder(families)
-    return None
+                f.cluster_info.warn_other_source(f.use_cluster_info_manager)
+    return NodeDeviceBuilder(families)
 
 
 class DeviceSharePlugin(Plugin):

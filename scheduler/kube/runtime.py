@@ -24,7 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
-from ..plugins.deviceshare import device_builder
+from ..plugins.deviceshare import device_builder, deviceshare_args
 from ..plugins.deviceshare.config import DeviceShareArgs
 from ..plugins.deviceshare.mindcluster import MindClusterInfo, use_cluster_info_manager, watched_configmaps
 from ..framework.session import NodesToFind
@@ -119,14 +119,10 @@ def mindcluster_watches(conf: SchedulerConfiguration) -> set[tuple[str, str]]:
     """(namespace, label selector) of MindCluster's device-info ConfigMaps, when the conf's deviceshare
     enables the Ascend 310P kind (``AscendMindClusterVNPUEnable``); which ones by ``init-params``.
     Volcano reads ``useClusterInfoManager`` once per process; vcsched follows a reloaded conf."""
-    for tier in conf.tiers:
-        for option in tier:
-            if option.name != "deviceshare":
-                continue
-            if not DeviceShareArgs.parse(option.arguments).ascend_mindcluster_vnpu:
-                return set()
-            return set(watched_configmaps(use_cluster_info_manager(conf.action_arguments("init-params").values)))
-    return set()
+    args = deviceshare_args(conf)
+    if args is None or not args.ascend_mindcluster_vnpu:
+        return set()
+    return set(watched_configmaps(use_cluster_info_manager(conf.action_arguments("init-params").values)))
 
 
 class ConfSource:
