@@ -284,6 +284,11 @@ def run(args: argparse.Namespace) -> BenchResult:
 
 
 def bench(args: argparse.Namespace) -> int:
+    if args.apiserver:
+        from .kube.apibench import run_apiserver_bench
+
+        args.pods = int((args.pods or ["10000"])[0])
+        return run_apiserver_bench(args)
     if args.trace is not None:
         from .trace import run_trace
 
@@ -332,6 +337,13 @@ def add_parser(sub: Any) -> None:
                         "Volcano does (the default), or the first in search order, as vcsched's scheduler does")
     p.add_argument("--sessions-per-step", type=int, default=1,
                    help="with --trace: scheduling sessions per 10%% step of arrived demand")
+    p.add_argument("--apiserver", action="store_true",
+                   help="on a real kube-apiserver from $KUBEBUILDER_ASSETS: bare pending pods bound by `vcsched run` "
+                        "and by the upstream kube-scheduler, each on a fresh control plane (see scheduler/kube/apibench.py)")
+    p.add_argument("--scheduler", action="append", choices=("vcsched", "kube-scheduler"),
+                   help="with --apiserver: which schedulers to run (repeatable; default both)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="with --apiserver: give up on a run after SECONDS")
+    p.add_argument("--log-dir", help="with --apiserver: keep the schedulers' logs here")
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--node-cpu", default="32")
     p.add_argument("--node-memory", default="128Gi")

@@ -1137,7 +1137,9 @@ def kopf_settings(watch_timeout: float) -> kopf.OperatorSettings:
     settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
     settings.peering.standalone = True
     settings.peering.clusterwide = True
-    settings.watching.server_timeout = watch_timeout
+    # kopf sends this as the watch's timeoutSeconds, which the API server parses as an integer
+    # (a float such as 300.0 is refused with 400 BadRequest and no watch ever runs)
+    settings.watching.server_timeout = int(watch_timeout)
     return settings
 
 

@@ -1,0 +1,244 @@
+"""The real-apiserver tier: etcd and kube-apiserver v1.24 from ``$KUBEBUILDER_ASSETS`` (../shared/envtest).
+
+- ``control_plane`` (session): one control plane for the whole tier, Volcano's CRDs installed, and a
+  user ``vcsched`` that may do exactly what the chart's ClusterRole grants (rendered by Helm's engine
+  with the controllers enabled, bound by a ClusterRoleBinding): every scheduler here runs as that user.
+- ``kube`` (function): the cluster emptied of what an earlier test left (nodes, pods, PodGroups, Jobs,
+  Commands, queues but root and default, the scheduler ConfigMap, Leases), and an administrator's
+  ``Kube`` to set the scene and look at the outcome.
+- ``vcsched`` (function): ``vcsched.start(*args)`` runs ``vcsched run --kubeconfig <the vcsched user's>``
+  as a subprocess, as shipped; each is killed at teardown and its log is printed when the test fails.
+
+Without the assets every test here is skipped, saying why (a fresh clone has no ../shared).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from vcsched.envtest import ControlPlane, assets_dir
+from vcsched.kube.api import ApiError, KubeClient, load_configuration
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART_DIR = ROOT / "charts" / "vcsched"
+USER = "vcsched"
+WAIT = 60.0  # a guard against hangs only: nothing asserts on time
+
+# what a test may leave behind, emptied before the next: (list path, delete-collection path or None)
+NAMESPACES = ("default", "volcano-system", "team-a", "team-b")
+CLUSTER_KINDS = ("/api/v1/nodes",)
+NAMESPACED_KINDS = ("/api/v1/namespaces/{ns}/pods", "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
+                    "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs",
+                    "/apis/bus.volcano.sh/v1alpha1/namespaces/{ns}/commands",
+                    "/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/services",
+                    "/api/v1/namespaces/{ns}/secrets", "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+                    "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", "/api/v1/namespaces/{ns}/events")
+
+
+def chart_cluster_role() -> dict[str, Any]:
+    """The chart's ClusterRole as Helm renders it with the controllers enabled (the default install)."""
+    import helm_python as helm
+    import yaml
+
+    with helm.Chart.load(CHART_DIR) as chart:
+        manifests = chart.render(None, name="vcsched", namespace="volcano-system")
+    for text in manifests.values():
+        for doc in yaml.safe_load_all(text):
+            if doc and doc.get("kind") == "ClusterRole":
+                return doc
+    raise AssertionError("the chart renders no ClusterRole")
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    assets = assets_dir()
+    if assets is None:
+        pytest.skip("no real control plane: set KUBEBUILDER_ASSETS=$(../shared/envtest/setup) "
+                    "(etcd and kube-apiserver v1.24)")
+    with ControlPlane(assets, users=(USER,)) as cp:
+        for ns in NAMESPACES:
+            with contextlib.suppress(Exception):  # default exists already
+                cp.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                          "metadata": {"name": ns}})
+        role = chart_cluster_role()
+        role["metadata"] = {"name": "vcsched"}
+        cp.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+        cp.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "vcsched"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "vcsched"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}]})
+        yield cp
+
+
+class Kube:
+    """An administrator's view of the control plane, for setting up and checking (plain JSON)."""
+
+    def __init__(self, cp: ControlPlane, client: KubeClient) -> None:
+        self.cp = cp
+        self.client = client
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.request("POST", collection_path(obj), body=obj)
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        return await self.client.get(path)
+
+    async def list(self, path: str, **query: Any) -> list[dict[str, Any]]:
+        items, _ = await self.client.list(path, query)
+        return items
+
+    async def patch(self, path: str, body: dict[str, Any], content_type: str = "application/merge-patch+json"
+                    ) -> dict[str, Any]:
+        return await self.client.request("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(self, path: str, grace: int = 0) -> None:
+        with contextlib.suppress(ApiError):
+            await self.client.request("DELETE", path, query={"gracePeriodSeconds": grace})
+
+    async def node(self, name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110,
+                   annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None,
+                   extra: dict[str, str] | None = None) -> dict[str, Any]:
+        """A Node and what a kubelet would report: capacity = allocatable, Ready."""
+        await self.create({"apiVersion": "v1", "kind": "Node",
+                           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+                                        "annotations": annotations or {}}})
+        res = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
+        return await self.patch(f"/api/v1/nodes/{name}/status", {"status": {
+            "capacity": res, "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test"}]}})
+
+    async def pod_status(self, ns: str, name: str, phase: str, **extra: Any) -> dict[str, Any]:
+        """Write what a kubelet would: the pod's phase (and conditions, container statuses, ...)."""
+        return await self.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": {"phase": phase, **extra}})
+
+    async def eventually(self, probe: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+        """Await ``probe()`` (a coroutine function or a plain one) until it returns something truthy."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = probe()
+            if asyncio.iscoroutine(value):
+                value = await value
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never happened within {timeout:.0f} s: {what}")
+            await asyncio.sleep(0.05)
+
+    async def reset(self) -> None:
+        """Delete what an earlier test left: the cluster as the control plane started it, plus the
+        namespaces, the chart's RBAC and the root and default queues."""
+        for path in CLUSTER_KINDS:
+            await self._delete_collection(path)
+        for ns in NAMESPACES:
+            for template in NAMESPACED_KINDS:
+                await self._delete_collection(template.format(ns=ns))
+        for q in await self.list("/apis/scheduling.volcano.sh/v1beta1/queues"):
+            if q["metadata"]["name"] not in ("root", "default"):
+                await self.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{q['metadata']['name']}")
+
+    async def _delete_collection(self, path: str) -> None:
+        with contextlib.suppress(ApiError):
+            await self.client.request("DELETE", path, query={"gracePeriodSeconds": 0})
+        # custom resources with finalizers do not exist here; pods with grace 0 go at once (no kubelet)
+        await self.eventually(lambda: self._empty(path), f"{path} emptied")
+
+    async def _empty(self, path: str) -> bool:
+        try:
+            items, _ = await self.client.list(path, {"limit": 1}, first_page_only=True)
+        except ApiError:
+            return True
+        return not items
+
+
+def collection_path(obj: dict[str, Any]) -> str:
+    """Where ``obj`` is created: its kind's collection, from apiVersion and kind (the kinds tests use)."""
+    plural = {"Node": "nodes", "Pod": "pods", "PodGroup": "podgroups", "Queue": "queues", "Job": "jobs",
+              "Command": "commands", "ConfigMap": "configmaps", "PriorityClass": "priorityclasses",
+              "Namespace": "namespaces", "Lease": "leases", "Secret": "secrets",
+              "PersistentVolumeClaim": "persistentvolumeclaims"}[obj["kind"]]
+    api = obj["apiVersion"]
+    base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
+    cluster_scoped = obj["kind"] in ("Node", "Queue", "PriorityClass", "Namespace")
+    if cluster_scoped:
+        return f"{base}/{plural}"
+    return f"{base}/namespaces/{(obj.get('metadata') or {}).get('namespace') or 'default'}/{plural}"
+
+
+@pytest_asyncio.fixture
+async def kube(control_plane: ControlPlane) -> AsyncIterator[Kube]:
+    assert control_plane.admin.kubeconfig is not None
+    client = KubeClient(await load_configuration(str(control_plane.admin.kubeconfig)), user_agent="envtest-admin")
+    k = Kube(control_plane, client)
+    await k.reset()
+    try:
+        yield k
+    finally:
+        await client.close()
+
+
+class Process:
+    """One ``vcsched run`` subprocess; its output goes to ``log``."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv = argv
+        self.log = log
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+class VcschedRunner:
+    def __init__(self, cp: ControlPlane, tmp: Path) -> None:
+        self.cp = cp
+        self.tmp = tmp
+        self.processes: list[Process] = []
+
+    def start(self, *args: str, user: str = USER, period: str = "0.1s") -> Process:
+        """``vcsched run`` as ``user`` (the chart's ClusterRole) with ``args``; a short --schedule-period."""
+        account = self.cp.accounts[user] if user != "admin" else self.cp.admin
+        argv = [sys.executable, "-m", "vcsched.cli", "run", "--kubeconfig", str(account.kubeconfig),
+                "--listen", "127.0.0.1:0", "--schedule-period", period, *args]
+        p = Process(argv, self.tmp / f"vcsched-{len(self.processes)}.log")
+        self.processes.append(p)
+        return p
+
+
+@pytest.fixture
+def vcsched(control_plane: ControlPlane, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VcschedRunner]:
+    runner = VcschedRunner(control_plane, tmp_path)
+    yield runner
+    for p in runner.processes:
+        p.kill()
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        for i, p in enumerate(runner.processes):
+            sys.stderr.write(f"\n--- vcsched run #{i} ({' '.join(p.argv[3:])}) ---\n{p.output()[-20000:]}\n")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+__all__ = ["Kube", "Process", "VcschedRunner", "USER", "WAIT"]
