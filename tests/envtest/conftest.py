@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = ROOT / "charts" / "vcsched"
 USER = "vcsched"
 WAIT = 60.0  # a guard against hangs only: nothing asserts on time
+CONF_MAP = "volcano-scheduler-configmap"
+CONF_KEY = "volcano-scheduler.conf"
 
 # what a test may leave behind, emptied before the next: (list path, delete-collection path or None)
 NAMESPACES = ("default", "volcano-system", "team-a", "team-b")
@@ -123,6 +126,47 @@ class Kube:
         """Write what a kubelet would: the pod's phase (and conditions, container statuses, ...)."""
         return await self.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": {"phase": phase, **extra}})
 
+    async def ensure(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Create ``obj`` unless it exists already (cluster-scoped kinds the reset keeps: PriorityClasses)."""
+        try:
+            return await self.create(obj)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            return None
+
+    async def conf_map(self, text: str) -> dict[str, Any]:
+        """The scheduler ConfigMap ``volcano-system/volcano-scheduler-configmap`` holding ``text``: created,
+        or replaced (merge patch) when it exists."""
+        path = f"/api/v1/namespaces/volcano-system/configmaps/{CONF_MAP}"
+        if await self.get(path) is None:
+            return await self.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": CONF_MAP, "namespace": "volcano-system"},
+                                      "data": {CONF_KEY: text}})
+        return await self.patch(path, {"data": {CONF_KEY: text}})
+
+    async def pod(self, ns: str, name: str) -> dict[str, Any] | None:
+        return await self.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+
+    async def bound(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The pod once it has a node, else None (for ``eventually``)."""
+        pod = await self.pod(ns, name)
+        return pod if pod and pod["spec"].get("nodeName") else None
+
+    async def podgroup(self, ns: str, name: str) -> dict[str, Any] | None:
+        return await self.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/{name}")
+
+    async def events(self, ns: str, **match: str) -> list[dict[str, Any]]:
+        """The Events of ``ns`` whose fields match: ``reason=``, ``type=``, ``kind=``/``name=`` (of the
+        involved object)."""
+        out = []
+        for e in await self.list(f"/api/v1/namespaces/{ns}/events"):
+            obj = e.get("involvedObject") or {}
+            fields = {"reason": e.get("reason"), "type": e.get("type"), "kind": obj.get("kind"), "name": obj.get("name")}
+            if all(fields[k] == v for k, v in match.items()):
+                out.append(e)
+        return out
+
     async def eventually(self, probe: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
         """Await ``probe()`` (a coroutine function or a plain one) until it returns something truthy."""
         deadline = time.monotonic() + timeout
@@ -160,6 +204,68 @@ class Kube:
         except ApiError:
             return True
         return not items
+
+
+def pod(name: str, ns: str = "default", cpu: str = "1", memory: str = "1Gi", *, group: str | None = None,
+        queue: str | None = None, priority_class: str | None = None, limits: dict[str, Any] | None = None,
+        annotations: dict[str, str] | None = None, grace: int | None = 0, scheduler: str = "volcano",
+        node_name: str | None = None) -> dict[str, Any]:
+    """A pod for ``vcsched``: requests ``cpu``/``memory``; ``limits`` adds extended resources (their requests
+    default to them); ``group`` names its PodGroup (none: the controller makes ``podgroup-<uid>``); ``grace``
+    its terminationGracePeriodSeconds (0: a DELETE removes it at once; None: the default 30 s)."""
+    ann = dict(annotations or {})
+    if group:
+        ann["scheduling.k8s.io/group-name"] = group
+    if queue:
+        ann["scheduling.volcano.sh/queue-name"] = queue
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": memory}}
+    if limits:
+        resources["limits"] = {k: str(v) for k, v in limits.items()}
+    spec: dict[str, Any] = {"schedulerName": scheduler,
+                            "containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "annotations": ann},
+            "spec": spec}
+
+
+def podgroup(name: str, min_member: int, ns: str = "default", queue: str | None = None,
+             priority_class: str | None = None, min_resources: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if queue:
+        spec["queue"] = queue
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if min_resources:
+        spec["minResources"] = min_resources
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def queue(name: str, weight: int = 1, reclaimable: bool = True, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": weight, "reclaimable": reclaimable, **spec}}
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    """``obj``'s status condition of ``type_`` (or None)."""
+    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+
+
+FORBIDDEN_MARKS = ("403", "Forbidden", "forbidden")
+
+
+def forbidden_lines(p: "Process") -> list[str]:
+    """The lines of ``p``'s log that tell of a request RBAC refused."""
+    return [line for line in p.output().splitlines() if any(m in line for m in FORBIDDEN_MARKS)]
 
 
 def collection_path(obj: dict[str, Any]) -> str:
@@ -200,6 +306,23 @@ class Process:
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
+    def records(self) -> list[dict[str, Any]]:
+        """The JSON log records printed so far (lines that are not JSON are skipped)."""
+        out = []
+        for line in self.output().splitlines():
+            with contextlib.suppress(ValueError):
+                doc = json.loads(line)
+                if isinstance(doc, dict):
+                    out.append(doc)
+        return out
+
+    def logged(self, event: str) -> list[dict[str, Any]]:
+        """The log records whose message is ``event``."""
+        return [r for r in self.records() if r.get("event") == event]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def kill(self, sig: int = signal.SIGKILL) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -212,10 +335,11 @@ class VcschedRunner:
         self.tmp = tmp
         self.processes: list[Process] = []
 
-    def start(self, *args: str, user: str = USER, period: str = "0.1s") -> Process:
-        """``vcsched run`` as ``user`` (the chart's ClusterRole) with ``args``; a short --schedule-period."""
+    def start(self, *args: str, user: str = USER, period: str = "0.1s", verbose: bool = False) -> Process:
+        """``vcsched run`` as ``user`` (the chart's ClusterRole) with ``args``; a short --schedule-period;
+        ``verbose``: debug logs (``vcsched -v``)."""
         account = self.cp.accounts[user] if user != "admin" else self.cp.admin
-        argv = [sys.executable, "-m", "vcsched.cli", "run", "--kubeconfig", str(account.kubeconfig),
+        argv = [sys.executable, "-m", "vcsched.cli", *(["-v"] if verbose else []), "run", "--kubeconfig", str(account.kubeconfig),
                 "--listen", "127.0.0.1:0", "--schedule-period", period, *args]
         p = Process(argv, self.tmp / f"vcsched-{len(self.processes)}.log")
         self.processes.append(p)
@@ -241,4 +365,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     setattr(item, f"rep_{rep.when}", rep)
 
 
-__all__ = ["Kube", "Process", "VcschedRunner", "USER", "WAIT"]
+__all__ = ["Kube", "Process", "VcschedRunner", "USER", "WAIT", "CONF_MAP", "CONF_KEY", "pod", "podgroup", "queue",
+           "priority_class", "condition", "forbidden_lines"]
