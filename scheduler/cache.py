@@ -262,6 +262,18 @@ class Cache:
 
     update_podgroup = add_podgroup
 
+    def set_podgroup_status(self, key: str, phase: str, running: int, succeeded: int, failed: int,
+                            conditions: list[dict[str, Any]]) -> None:
+        """A session's PodGroup status, on its way to the API: the next session starts from it, not
+        from the older status the API still shows (which would make it decide and write it again).
+        The API's answer, or any newer version from the watch, replaces it as usual."""
+        job = self.jobs.get(key)
+        if job is None or job.podgroup is None:
+            return
+        pg = job.podgroup
+        pg.phase, pg.running, pg.succeeded, pg.failed = phase, running, succeeded, failed
+        pg.conditions = [dict(c) for c in conditions]
+
     def delete_podgroup(self, key: str) -> None:
         job = self.jobs.get(key)
         if job is None:

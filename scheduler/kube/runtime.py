@@ -172,9 +172,9 @@ class ConfSource:
             self.refused += 1
             log.error("scheduler conf refused; keeping the last good one", configmap=object_key(obj), error=str(e))
             meta = obj.get("metadata") or {}
-            self.runtime.spawn(self.runtime.sink.events.record(
+            self.runtime.sink.events.emit(
                 "ConfigMap", meta.get("namespace") or "", meta.get("name") or "", str(meta.get("uid") or ""),
-                "Warning", "InvalidSchedulerConf", f"{where}: {e}; the last good configuration stays in force"))
+                "Warning", "InvalidSchedulerConf", f"{where}: {e}; the last good configuration stays in force")
 
     def delete(self, obj: dict[str, Any]) -> None:
         log.warning("scheduler ConfigMap deleted; keeping the configuration in force", configmap=object_key(obj))
@@ -401,7 +401,8 @@ class Runtime:
         # would see those pods pending and their GPUs free, and place something else there.
         # Only then is the Lease released for a standby to take over.
         if not await self.sink.drain(self.options.shutdown_grace):
-            log.warning("binds still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight)
+            log.warning("writes still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight,
+                        writes=self.sink.writes_in_flight)
         await self.sink.cancel()
         if self.elector is not None:
             # stop renewing first: a renewal racing the release would make it fail with 409

@@ -40,6 +40,9 @@ from .source import Assumed, Backoff, CacheFeeder, creation_time
 log = structlog.get_logger("vcsched.kube.sink")
 
 EVENT_CACHE = 4096
+EVENT_QUEUE = 1000  # client-go's broadcaster queue length
+# client-go's EventSourceObjectSpamFilter: per source and object, a burst of 25 events, then one per 5 min
+SPAM_BURST, SPAM_QPS = 25, 1 / 300
 KIND_API_VERSION = {"Pod": "v1", "PodGroup": "scheduling.volcano.sh/v1beta1", "ConfigMap": "v1"}
 
 
@@ -78,13 +81,80 @@ class Retry:
 
 
 class EventRecorder:
-    """v1 Events as Volcano's recorder writes them; repeats patch count and lastTimestamp."""
+    """v1 Events as Volcano's recorder writes them; repeats patch count and lastTimestamp.
 
-    def __init__(self, client: KubeClient, component: str, host: str = "") -> None:
+    ``emit`` never waits for the API, as client-go's broadcaster does not: events wait in a queue
+    of ``capacity`` and ``workers`` tasks write them.  When the queue is full an event is dropped
+    and counted (client-go drops too), so a burst of events never slows a session or a bind.
+    Like client-go's spam filter, an object gets a burst of SPAM_BURST events, then one per
+    1/SPAM_QPS seconds (a pod pending for an hour is not an event write per session).
+    ``record`` writes one event and waits for it.
+    """
+
+    def __init__(self, client: KubeClient, component: str, host: str = "", *, workers: int = 8,
+                 capacity: int = EVENT_QUEUE) -> None:
         self.client = client
         self.component = component
         self.host = host
+        self.workers = workers
+        self.capacity = capacity
+        self.dropped = 0
         self._seen: OrderedDict[tuple[str, ...], tuple[str, int]] = OrderedDict()
+        self._queue: asyncio.Queue[tuple[str, ...]] | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._tokens: OrderedDict[tuple[str, ...], tuple[float, float]] = OrderedDict()  # object → (tokens, at)
+        self.filtered = 0
+
+    def _allow(self, key: tuple[str, ...]) -> bool:
+        """client-go's token bucket per source and object (LRU of EVENT_CACHE objects)."""
+        now = time.monotonic()
+        tokens, at = self._tokens.pop(key, (float(SPAM_BURST), now))
+        tokens = min(float(SPAM_BURST), tokens + (now - at) * SPAM_QPS)
+        allowed = tokens >= 1.0
+        self._tokens[key] = (tokens - 1.0 if allowed else tokens, now)
+        if len(self._tokens) > EVENT_CACHE:
+            self._tokens.popitem(last=False)
+        return allowed
+
+    def emit(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
+        if not self._allow((kind, namespace, name, uid)):
+            self.filtered += 1
+            return
+        if self._queue is None:
+            self._queue = asyncio.Queue(self.capacity)
+            self._workers = [asyncio.create_task(self._work()) for _ in range(self.workers)]
+        try:
+            self._queue.put_nowait((kind, namespace, name, uid, type_, reason, message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event queue full; events dropped", dropped=self.dropped, reason=reason,
+                            object=f"{namespace}/{name}")
+
+    async def _work(self) -> None:
+        assert self._queue is not None
+        while True:
+            event = await self._queue.get()
+            try:
+                await self.record(*event)
+            finally:
+                self._queue.task_done()
+
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every emitted event is written (at most ``timeout`` seconds); whether they were."""
+        if self._queue is None:
+            return True
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def close(self) -> None:
+        for t in self._workers:
+            t.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers, self._queue = [], None
 
     async def record(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str,
                      message: str) -> None:
@@ -125,6 +195,74 @@ class EventRecorder:
             self._seen.popitem(last=False)
 
 
+class Writes:
+    """Writes in the background, at most ``workers`` at once and one at a time per object.
+
+    A write asked for while the same object's previous one is in flight waits for it; a newer one
+    replaces a waiting one (what the API must hold in the end is the latest), and one equal to the
+    write in flight is dropped.  A session therefore never waits for the status writes of the one
+    before it, and a slow API server never makes the same write pile up.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._slots = asyncio.Semaphore(workers)
+        self._in_flight: dict[Any, Effect] = {}
+        self._waiting: dict[Any, Effect] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, key: Any, effect: Effect, write: Callable[[Effect], Awaitable[None]]) -> None:
+        if key in self._in_flight:
+            if self._in_flight[key] == effect:
+                self._waiting.pop(key, None)
+            else:
+                self._waiting[key] = effect
+            return
+        self._in_flight[key] = effect
+        task = asyncio.create_task(self._run(key, effect, write))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, key: Any, effect: Effect, write: Callable[[Effect], Awaitable[None]]) -> None:
+        try:
+            async with self._slots:
+                await write(effect)
+        finally:
+            del self._in_flight[key]
+            waiting = self._waiting.pop(key, None)
+            if waiting is not None:
+                self.submit(key, waiting, write)
+
+    def __len__(self) -> int:
+        return len(self._in_flight) + len(self._waiting)
+
+    async def drain(self, deadline: float | None) -> bool:
+        """Wait for every write, those that wait their turn included, until the loop time ``deadline``."""
+        loop = asyncio.get_running_loop()
+        while self._tasks:
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(list(self._tasks), timeout=left)
+        return True
+
+    async def cancel(self) -> None:
+        self._waiting.clear()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _object_key(e: Effect) -> tuple[str, ...]:
+    """The object an effect writes: its writes are serialized (``Writes``)."""
+    if isinstance(e, PodGroupStatus):
+        return ("PodGroup", e.namespace, e.name)
+    if isinstance(e, QueueStatus):
+        return ("Queue", e.name)
+    if isinstance(e, (PodCondition, Evict)):
+        return ("Pod", e.namespace, e.name)
+    raise TypeError(f"not a background write: {type(e).__name__}")
+
+
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
                  bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
@@ -136,7 +274,7 @@ class KubeSink:
         self.retry = retry or Retry()
         self.events = EventRecorder(client, scheduler_name)
         self._bind_slots = asyncio.Semaphore(bind_workers)
-        self._status_slots = asyncio.Semaphore(status_workers)
+        self.writes = Writes(status_workers)
         self._binds: set[asyncio.Task[None]] = set()
         self.bound = 0
         self.bind_failures = 0
@@ -144,8 +282,11 @@ class KubeSink:
     # -- the session's effects -------------------------------------------------------------
 
     async def apply(self, effects: list[Effect]) -> None:
-        """Dispatch binds (background) and carry out every other effect before returning."""
-        writes = []
+        """Dispatch the effects: binds, status writes, evictions and events go out in the background;
+        only node locks are awaited, as the Bind after one must find the lock in place.
+
+        What the next session must see is in the cache at once: a bound pod assumed on its node, an
+        evicted pod Releasing, a PodGroup's new status."""
         unlocked: str | None = None  # the node whose lock was just refused: its Bind does not go out
         for e in effects:
             if isinstance(e, NodeLock):
@@ -154,8 +295,8 @@ class KubeSink:
             elif isinstance(e, Bind) and e.node == unlocked:
                 # Volcano's Allocate fails when LockNode does: the pod stays pending for the next session
                 unlocked = None
-                await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
-                                         f"failed to lock node {e.node}; the pod stays pending")
+                self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
+                                 f"failed to lock node {e.node}; the pod stays pending")
             elif isinstance(e, Bind):
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
@@ -163,19 +304,28 @@ class KubeSink:
                 task = asyncio.create_task(self._bind(e, mine))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
+            elif isinstance(e, Event):
+                uid = self._uid(e.kind, e.namespace, e.name)
+                self.events.emit(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
             else:
                 if isinstance(e, Evict):
                     self.feeder.evict(e.uid)
-                writes.append(self._bounded(e))
-        if writes:
-            await asyncio.gather(*writes)
+                elif isinstance(e, PodGroupStatus):
+                    self.feeder.cache.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running,
+                                                          e.succeeded, e.failed, e.conditions)
+                self.writes.submit(_object_key(e), e, self._write)
 
     @property
     def binds_in_flight(self) -> int:
         return len(self._binds)
 
+    @property
+    def writes_in_flight(self) -> int:
+        return len(self.writes)
+
     async def drain(self, timeout: float | None = None) -> bool:
-        """Wait for the binds in flight (at most ``timeout`` seconds); whether they all finished."""
+        """Wait for the binds in flight, the status writes and evictions, then the events they
+        emitted (at most ``timeout`` seconds in all); whether everything was written."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while self._binds:
@@ -183,34 +333,34 @@ class KubeSink:
             if left is not None and left <= 0:
                 return False
             await asyncio.wait(list(self._binds), timeout=left)
-        return True
+        if not await self.writes.drain(deadline):
+            return False
+        return await self.events.flush(None if deadline is None else max(0.0, deadline - loop.time()))
 
     async def cancel(self) -> None:
         for t in list(self._binds):
             t.cancel()
         await asyncio.gather(*list(self._binds), return_exceptions=True)
+        await self.writes.cancel()
+        await self.events.close()
 
-    async def _bounded(self, e: Effect) -> None:
-        async with self._status_slots:
-            try:
-                if isinstance(e, PodGroupStatus):
-                    await self._podgroup_status(e)
-                elif isinstance(e, QueueStatus):
-                    await self._queue_status(e)
-                elif isinstance(e, PodCondition):
-                    await self._pod_condition(e)
-                elif isinstance(e, Event):
-                    uid = self._uid(e.kind, e.namespace, e.name)
-                    await self.events.record(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
-                elif isinstance(e, Evict):
-                    try:
-                        await self._evict(e)
-                    except ApiError:
-                        self.feeder.evict_failed(e.uid)
-                        raise
-            except ApiError as err:
-                log.warning("write failed", effect=type(e).__name__, error=str(err),
-                            object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
+    async def _write(self, e: Effect) -> None:
+        try:
+            if isinstance(e, PodGroupStatus):
+                await self._podgroup_status(e)
+            elif isinstance(e, QueueStatus):
+                await self._queue_status(e)
+            elif isinstance(e, PodCondition):
+                await self._pod_condition(e)
+            elif isinstance(e, Evict):
+                try:
+                    await self._evict(e)
+                except ApiError:
+                    self.feeder.evict_failed(e.uid)
+                    raise
+        except ApiError as err:
+            log.warning("write failed", effect=type(e).__name__, error=str(err),
+                        object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
 
     def _uid(self, kind: str, namespace: str, name: str) -> str:
         if kind == "Pod":
@@ -245,7 +395,7 @@ class KubeSink:
                 self.feeder.forget(e.uid, mine)
                 msg = f"failed to bind to node {e.node}: {err}"
                 await self._write_condition(e.namespace, e.name, "SchedulerError", msg, "")
-                await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling", msg)
+                self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling", msg)
                 await self._resync(e, mine)
                 return
         self.bound += 1
@@ -255,8 +405,8 @@ class KubeSink:
         if pod is not None:
             self.metrics.task_stage("Bound", creation_time(pod), time.time())
         log.debug("bound", pod=f"{e.namespace}/{e.name}", node=e.node, seconds=round(time.perf_counter() - started, 4))
-        await self.events.record("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
-                                 f"Successfully assigned {e.namespace}/{e.name} to {e.node}")
+        self.events.emit("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
+                         f"Successfully assigned {e.namespace}/{e.name} to {e.node}")
 
     async def _resync(self, e: Bind, mine: Assumed | None) -> None:
         """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds.
@@ -331,7 +481,7 @@ class KubeSink:
         if same and not nominated_changed:
             return  # Volcano writes and records only a change
         await self._write_condition(e.namespace, e.name, e.reason, e.message, e.nominated_node)
-        await self.events.record("Pod", e.namespace, e.name, uid, "Warning", "FailedScheduling", e.message)
+        self.events.emit("Pod", e.namespace, e.name, uid, "Warning", "FailedScheduling", e.message)
 
     async def _write_condition(self, namespace: str, name: str, reason: str, message: str, nominated: str) -> None:
         cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
@@ -359,7 +509,7 @@ class KubeSink:
         if ready is not None and (ready.get("status"), ready.get("reason"), ready.get("message")) == (
                 "False", "Evict", msg):
             return  # already being evicted
-        await self.events.record("Pod", e.namespace, e.name, e.uid, "Warning", "Evict", msg)
+        self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "Evict", msg)
         now = rfc3339()
         conds = [
             {"type": "Ready", "status": "False", "reason": "Evict", "message": msg, "lastTransitionTime": now},
