@@ -1,19 +1,15 @@
 """The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
 controllers as event handlers that call the pure reconcile functions of scheduler/controllers.
 
-- kopf lists and watches, inside our event loop (``run_controllers``: ``on.event`` handlers only, so no
-  finalizers, diff-base annotations or patches of its own; no posting of its own events; no peering).
-  One ``@kopf.index`` per kind the controllers read (a ``Lister``: a Job, its pods by the job-name label,
-  its PodGroup, the queues, ...), as Volcano's listers are: a request costs no API read; only writes
-  (and their conflict re-reads) go out.  kopf runs no handler before every index has its initial list
-  (Volcano's WaitForCacheSync), and handles each object's events in order, objects concurrently.  What
-  our own writes return (created pods and PodGroups, written Job status) is read at once (``Lister``
-  keeps it until the index catches up), so the next request does not act on an older view than the
-  one we wrote; the watch event of that write still reaches the handlers.
-- A relist (kopf's, after 410 Gone) drops what it did not bring back, as client-go's Replace: kopf's
-  indexes never do, so once a relist of a kind shows, one LIST of ours finds the objects deleted while
-  the watch was down, and the handlers get the DELETED event kopf lost; the other kinds get a probe
-  (one object), for a relist that listed nothing shows nothing (``Controllers.relisted``).
+- An informer per kind the controllers read (scheduler/kube/informer.py: a Reflector keeping a
+  ``Lister``'s index, as Volcano's listers: a Job, its pods by the job-name label, its PodGroup, the
+  queues, ...): a request costs no API read; only writes (and their conflict re-reads) go out.  No
+  handler runs before every informer has its initial list (Volcano's WaitForCacheSync), and each
+  object's events are handled in order, objects concurrently.  What our own writes return (created
+  pods and PodGroups, written Job status) is read at once (``Lister`` keeps it until the index catches
+  up), so the next request does not act on an older view than the one we wrote; the watch event of
+  that write still reaches the handlers.  A relist after 410 Gone drops what it did not bring back and
+  the handlers get its DELETED event, as client-go's Replace.
 - Every API call goes through ``KubeClient``; CONTROLLER_ACCESS in access.py lists them.
 - One job is never processed concurrently (a lock per job, as Volcano routes a job's requests to one
   worker); a request that fails is retried with backoff up to ``max_requeue`` times, then the job gets
@@ -37,7 +33,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-import kopf
 import structlog
 
 from ..api.types import GROUP_NAME_ANNOTATION
@@ -49,7 +44,8 @@ from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_pod
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
-from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, LIST_PAGE, MERGE_PATCH, NETWORK_POLICIES,
+from .informer import InformerSet
+from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
 
@@ -64,6 +60,7 @@ _OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SET
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
 COMPONENTS = ("scheduler", "controllers")
+QUEUE_SYNC_DELAY = 0.05  # seconds a queue's PodGroup changes gather before one syncQueue
 
 
 def parse_components(text: str) -> tuple[str, ...]:
@@ -84,6 +81,9 @@ class ControllerOptions:
     requeue_base: float = 0.05
     requeue_cap: float = 5.0
     inherit_owner_annotations: bool = True  # Volcano's --inherit-owner-annotations
+    # PodGroups of bare pods made at once (Volcano's --worker-threads-for-podgroup): a backlog of new
+    # pods then leaves the client's connections free for the queue, job and command work beside it
+    podgroup_workers: int = 16
 
 
 @dataclass(slots=True)
@@ -91,14 +91,6 @@ class _Timer:
     action: str
     request: js.Request
     task: asyncio.Task[None] | None = None
-
-
-@dataclass(slots=True)
-class _Check:
-    """A check of one kind after a relist (``Controllers._drop_unlisted``)."""
-
-    full: bool  # a LIST of every object (else a probe: one object)
-    again: bool = False  # a full check is due once this one is done
 
 
 class SyncError(Exception):
@@ -114,7 +106,7 @@ def parse_rfc3339(text: str) -> float:
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A kopf Body (a mapping view over the raw object) or a dict → a dict we may change."""
+    """An object from the informers (shared with the index) → a copy we may change."""
     return copy.deepcopy(dict(body))
 
 
@@ -151,132 +143,85 @@ Key = tuple[Any, ...]
 
 
 class Lister:
-    """One kind as the controllers read it (Volcano's lister): a kopf in-memory index (``index``: key →
-    kopf.Store of objects, what ``index_keys`` files each object under; every object also under
-    ``(namespace, name)``) and the objects our own writes returned that the index has not caught up
-    with yet (``observe``, ``deleted``): the next request does not act on an older view than the one we
-    wrote. An entry of ours goes once the handlers see that resourceVersion or the deletion (``seen``:
-    kopf calls them after the index holds the event; not the index function, whose result kopf stores
-    only after it returned, while other objects' handlers may run).  An object we deleted before its
-    watch event came may show again until its DELETED event, as with Volcano's informers.  An object
-    deleted while the watch was down is never removed from kopf's index: ``replace`` (after a relist)
-    hides it from then on (``_dropped``, until kopf's index lets it go on an event of it)."""
+    """One kind as the controllers read it (Volcano's lister): an in-memory index (``index``: key → the
+    objects filed under it, what ``index_keys`` gives plus ``(namespace, name)``), kept by the kind's
+    informer (scheduler/kube/informer.py), and the objects our own writes returned that the index has
+    not caught up with yet (``observe``, ``deleted``): the next request does not act on an older view
+    than the one we wrote.  An entry of ours goes once the handlers see that resourceVersion or the
+    deletion (``seen``).  An object we deleted before its watch event came may show again until its
+    DELETED event, as with Volcano's informers."""
 
     def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
-        self.name = name  # the kopf index's id: its handlers' kwarg
-        self.index: Mapping[Key, Iterable[Mapping[str, Any]]] = {}  # bound by the handlers (``Controllers.bind``)
+        self.name = name
+        self.index: dict[Key, dict[Any, dict[str, Any]]] = {}
+        self._filed: dict[Any, list[Key]] = {}  # object → the index keys it is filed under
         self._extra = index_keys
         self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
+        self._written_at: dict[Key, set[tuple[str | None, str]]] = {}  # index key → our writes filed there
         self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
-        # relists (kopf's listing events after the initial one): ``relisting`` and ``replace``
-        self._initial: set[str] = set()  # uids indexed before the handlers started, not yet handled
-        self._handling = False  # the handlers have started: the initial listing is all indexed
-        self._known: set[str] = set()  # uids the handlers saw since the current listing began
-        self._checked_at: int | None = None  # the resourceVersion of the last LIST ``replace`` was given
-        self._dropped: set[str] = set()  # uids a relist did not bring back that kopf's index still holds
 
     def keys(self, obj: Mapping[str, Any]) -> list[Key]:
         meta = obj.get("metadata") or {}
         return [(meta.get("namespace"), meta.get("name") or ""), *(self._extra(obj) if self._extra else ())]
 
-    def filed(self, body: Mapping[str, Any]) -> dict[Key, dict[str, Any]]:
-        """What the index holds for an object: the object under each of its keys."""
-        obj = dict(body)
-        return {k: obj for k in self.keys(obj)}
+    def index_object(self, obj: dict[str, Any]) -> None:
+        """The informer's add or update: ``obj`` filed under its keys (and no longer under its old ones)."""
+        ident = _identity(obj)
+        self.unindex_object(obj)
+        keys = self.keys(obj)
+        for k in keys:
+            self.index.setdefault(k, {})[ident] = obj
+        self._filed[ident] = keys
 
-    async def index_fn(self, body: Mapping[str, Any], **_: Any) -> dict[Key, dict[str, Any]]:
-        """The ``@kopf.index`` function (async: kopf runs sync ones in a thread pool)."""
-        if not self._handling:
-            self._initial.add((body.get("metadata") or {}).get("uid"))
-        return self.filed(body)
-
-    def holds_objects(self) -> bool:
-        return bool(self.index) or bool(self._written)
-
-    def handlers_started(self) -> None:
-        """kopf calls the first handler once every initial listing is indexed (its readiness)."""
-        self._handling = True
+    def unindex_object(self, obj: Mapping[str, Any]) -> None:
+        ident = _identity(obj)
+        for k in self._filed.pop(ident, ()):
+            filed = self.index.get(k)
+            if filed is not None:
+                filed.pop(ident, None)
+                if not filed:
+                    del self.index[k]
 
     def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
-        """An event the index holds now: our entries for that object it has caught up with go.  False: an
-        event of an object a relist dropped (``replace``), whose deletion was handled then: not to handle."""
+        """The handlers get an event the index holds: our entries for that object it has caught up with go."""
         key = _ns_name_raw(obj)
         uid = (obj.get("metadata") or {}).get("uid")
-        if uid in self._dropped:
-            if type_ == "DELETED":  # kopf's index lets it go now: so do we
-                self._dropped.discard(uid)
-            return False
-        self._initial.discard(uid)
-        if type_ == "DELETED":
-            self._known.discard(uid)
-        else:
-            self._known.add(uid)
         mine = self._written.get(key)
         if type_ == "DELETED":
             if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
-                del self._written[key]
+                self._unwrite(key)
             if self._gone.get(key) == uid:
                 del self._gone[key]
         elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
-            del self._written[key]
+            self._unwrite(key)
         return True
 
-    def relisting(self, obj: Mapping[str, Any], checking: bool) -> bool:
-        """A listing event (kopf's ``type`` None) of ``obj``, before ``seen``: True when it shows a relist
-        that no LIST of ours (``replace``; ``checking``: a full one under way or due) has covered yet.  Not the initial
-        listing (indexed before the handlers started).  An object the handlers saw already since the
-        current listing began is listed again: kopf lists an object once per listing, so a new relist
-        began.  An object never seen was made while the watch was down: a relist, covered if our LIST
-        under way or done already holds it (a kopf listing is older than the LIST of ours it caused)."""
-        uid = (obj.get("metadata") or {}).get("uid")
-        if uid in self._initial:
-            return False
-        if uid in self._known:
-            self._known = set()
-            return True
-        rv = _resource_version(obj)
-        return not checking and (self._checked_at is None or rv is None or rv > self._checked_at)
+    def _write(self, key: tuple[str | None, str], obj: dict[str, Any]) -> None:
+        self._unwrite(key)
+        self._written[key] = obj
+        for k in self.keys(obj):
+            self._written_at.setdefault(k, set()).add(key)
 
-    def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str | None) -> list[dict[str, Any]]:
-        """client-go's Replace after a relist: ``items``, a LIST of the kind at ``resource_version``, made
-        after kopf's relist.  What the index (or our writes) holds that the LIST did not bring back, and
-        whose last known resourceVersion is not newer than the LIST's, was deleted meanwhile (a uid is
-        never reused): from now on it is not read; returned (its last known state), once."""
-        try:
-            listed_at = int(resource_version or "")
-        except ValueError:
-            return []
-        self._checked_at = listed_at
-        listed = {(o.get("metadata") or {}).get("uid") for o in items}
-        held: dict[str, dict[str, Any]] = {}
-        for store in self.index.values():
-            for obj in store:
-                held[(obj.get("metadata") or {}).get("uid")] = obj  # type: ignore[assignment, index]
-        for obj in self._written.values():
-            held.setdefault((obj.get("metadata") or {}).get("uid"), obj)
-        gone: list[dict[str, Any]] = []
-        for uid, obj in held.items():
-            rv = _resource_version(obj)
-            if uid is None or uid in listed or uid in self._dropped or rv is None or rv > listed_at:
-                continue
-            gone.append(obj)
-            self._known.discard(uid)
-            key = _ns_name_raw(obj)
-            if ((self._written.get(key) or {}).get("metadata") or {}).get("uid") == uid:
-                del self._written[key]
-            if self._gone.get(key) == uid:
-                del self._gone[key]
-            if any(((o.get("metadata") or {}).get("uid")) == uid for o in self.index.get(key, ())):
-                self._dropped.add(uid)  # kopf keeps it until an event of it (none may ever come)
-        return gone
+    def _unwrite(self, key: tuple[str | None, str]) -> None:
+        old = self._written.pop(key, None)
+        if old is None:
+            return
+        for k in self.keys(old):
+            filed = self._written_at.get(k)
+            if filed is not None:
+                filed.discard(key)
+                if not filed:
+                    del self._written_at[k]
 
     def indexed(self, key: Key) -> list[dict[str, Any]]:
         found: dict[tuple[str | None, str], dict[str, Any]] = {}
-        dropped = self._dropped
-        for obj in self.index.get(key, ()):
-            if not dropped or (obj.get("metadata") or {}).get("uid") not in dropped:
-                found[_ns_name_raw(obj)] = obj  # type: ignore[assignment]
-        for k, mine in self._written.items():
+        for obj in self.index.get(key, {}).values():
+            found[_ns_name_raw(obj)] = obj
+        # our writes filed under ``key``, and those of the objects found there (a write may move one out)
+        mine_here = self._written_at.get(key, ()) if self._written else ()
+        moved = [k for k in found if k in self._written] if self._written else ()
+        for k in sorted({*mine_here, *moved}, key=lambda k: (k[0] or "", k[1])):
+            mine = self._written[k]
             old = found.get(k)
             if old is not None and (_resource_version(old) or 0) >= (_resource_version(mine) or 0):
                 continue  # the index has caught up
@@ -311,7 +256,7 @@ class Lister:
             self._gone.pop(key, None)
             held = self.get(*key)
             if held is None or (_resource_version(obj) or 0) >= (_resource_version(held) or 0):
-                self._written[key] = dict(obj)
+                self._write(key, dict(obj))
 
     def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
         """Our DELETE succeeded (or found nothing): gone, unless the answer shows the object still there,
@@ -322,9 +267,15 @@ class Lister:
             return
         key = (namespace if namespace else None, name)
         held = self.get(*key)
-        self._written.pop(key, None)
+        self._unwrite(key)
         if held is not None:
             self._gone[key] = (held.get("metadata") or {}).get("uid")
+
+
+def _identity(obj: Mapping[str, Any]) -> Any:
+    """An object's identity in an index: its uid (namespace and name for an object without one)."""
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or (meta.get("namespace"), meta.get("name"))
 
 
 def _ns_name_raw(obj: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -350,7 +301,7 @@ def _pod_index(pod: Mapping[str, Any]) -> list[Key]:
 
 
 class Controllers:
-    """The handlers (kopf ``on.event``: ``type`` None for the initial listing, ADDED, MODIFIED or DELETED,
+    """The handlers (informer events: ``type`` None for the initial listing, ADDED, MODIFIED or DELETED,
     ``body`` the object) and what they share: the indexes they read (Listers), per-job locks, the last
     seen pods and PodGroup phases, timers."""
 
@@ -359,7 +310,7 @@ class Controllers:
         self.client = client
         self.options = options or ControllerOptions()
         self.metrics = metrics or ControllerMetrics()
-        # what the handlers read: kopf's indexes (``bind``) and our own writes
+        # what the handlers read: the informers' indexes and our own writes
         self.jobs = Lister("jobs")
         self.pods = Lister("pods", _pod_index)
         self.podgroups = Lister("podgroups", _queue_of_podgroup)  # the queue controller's queue → PodGroups
@@ -371,24 +322,15 @@ class Controllers:
         self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
         self._pg_seen: dict[str, tuple[str, str]] = {}  # PodGroup key → (queue, phase)
         self._queue_parent: dict[str, str] = {}
+        self._podgroup_slots = asyncio.Semaphore(self.options.podgroup_workers)
+        self._queue_syncs: dict[str, asyncio.Task[None]] = {}  # queues with a syncQueue due (queue_changed)
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._relist_targets: dict[str, tuple[str, Handler | None]] = {}  # lister name → its LIST path, handler
-        self._relisting: dict[str, _Check] = {}  # lister name → its check under way
 
     @property
     def listers(self) -> list[Lister]:
         return [self.jobs, self.pods, self.podgroups, self.queues, self.priority_classes, *self.workloads.values()]
-
-    def bind(self, indices: Mapping[str, Any]) -> None:
-        """The kopf indexes (a handler's kwargs: the same objects for the operator's life) the listers read;
-        called by every handler, so the handlers have started."""
-        for lister in self.listers:
-            index = indices.get(lister.name)
-            if index is not None:
-                lister.index = index
-            lister.handlers_started()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -405,83 +347,6 @@ class Controllers:
     def timers(self) -> dict[str, list[tuple[str, js.Request]]]:
         """The armed delayed actions by job key (for tests and logs)."""
         return {k: [(t.action, t.request) for t in ts] for k, ts in self._timers.items() if ts}
-
-    # -- relists ------------------------------------------------------------------------------
-
-    def relist_target(self, lister: Lister, path: str, handler: Handler | None) -> None:
-        """Where ``lister``'s kind is listed (all namespaces) and its handler, for the checks after a relist."""
-        self._relist_targets[lister.name] = (path, handler)
-
-    def relisted(self, lister: Lister) -> None:
-        """kopf relisted ``lister``'s kind (after 410 Gone: its watch was down while the history moved
-        on): what it did not bring back goes (``_drop_unlisted``), one check at a time per kind.  The
-        first relist shown while no check is under way also probes every other kind that holds objects:
-        a relist that listed nothing (every object deleted while the watch was down) shows nothing."""
-        probe = not self._relisting
-        self._check(lister, full=True)
-        if probe:
-            for other in self.listers:
-                if other is not lister and other.name in self._relist_targets and other.holds_objects():
-                    self._check(other, full=False)
-
-    def _check(self, lister: Lister, full: bool) -> None:
-        check = self._relisting.get(lister.name)
-        if check is not None:
-            check.again = check.again or full
-            return
-        self._relisting[lister.name] = _Check(full)
-        self._spawn(self._drop_unlisted(lister))
-
-    def checking(self, lister: Lister) -> bool:
-        """A full check of ``lister``'s kind is under way or due: it covers the listing events so far."""
-        check = self._relisting.get(lister.name)
-        return check is not None and (check.full or check.again)
-
-    async def _drop_unlisted(self, lister: Lister) -> None:
-        """Why a LIST of our own: kopf drops no index entry on a relist and tells no one when a relist is
-        over: kopf/_cogs/clients/watching.py yields a LISTED mark after each listing, but
-        kopf/_core/reactor/queueing.py uses it only to drop the kind's readiness toggle and passes it to
-        no handler or index; kopf/_core/engines/indexing.py removes an object only on its DELETED event;
-        and kopf has no hook or setting for it.  So once a relist shows in the handlers
-        (``Lister.relisting``: kopf's listing events, ``type`` None, after the initial listing), one LIST
-        of the kind through our client, made after kopf's: what the index holds that this LIST did not
-        bring back is dropped from the Lister (``Lister.replace``), and the handler gets the DELETED
-        event kopf lost (a deleted pod re-syncs its Job, a deleted PodGroup its queue).  A relist that
-        lists nothing gives the handlers no event at all: the other kinds get a probe (not ``full``: a
-        LIST of one object) when a relist shows, and one that finds its kind empty drops all it held.
-        No LIST unless kopf relisted."""
-        path, handler = self._relist_targets[lister.name]
-        check = self._relisting[lister.name]
-        try:
-            while True:
-                full = check.full = check.full or check.again  # asked for before this LIST: it covers that
-                check.again = False
-                listed: tuple[list[dict[str, Any]], str | None] = ([], None)
-
-                async def once() -> None:
-                    nonlocal listed
-                    listed = await self.client.list(path, page=LIST_PAGE if full else 1, first_page_only=not full)
-
-                if await self._retrying(f"list {lister.name} after a relist", once) is not None:
-                    return
-                items, resource_version = listed
-                if not full and items:
-                    gone: list[dict[str, Any]] = []  # not empty: a relist of the kind shows by its own events
-                else:
-                    gone = lister.replace(items, resource_version)
-                log.info("relist checked", kind=lister.name, probe=not full,
-                         dropped=["/".join(filter(None, _ns_name_raw(o))) for o in gone])
-                for obj in gone:
-                    if handler is not None:
-                        try:
-                            await handler(type="DELETED", body=obj)
-                        except Exception:  # as kopf does with an on.event handler's error: logged, not retried
-                            log.exception("deletion after a relist not handled", kind=lister.name,
-                                          object="/".join(filter(None, _ns_name_raw(obj))))
-                if not check.again:
-                    return
-        finally:
-            self._relisting.pop(lister.name, None)
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -501,13 +366,15 @@ class Controllers:
             await self.process(key, js.Request(event=js.OUT_OF_SYNC))
 
     async def on_pod(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        pod = _plain(body)
-        ns, name = _ns_name(pod)
+        ns, name = _ns_name(body)
         key = f"{ns}/{name}"
-        job_ref = _controller_ref(pod, "Job")
-        annotations = pod["metadata"].get("annotations") or {}
+        job_ref = _controller_ref(body, "Job")
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
         job_key = f"{ns}/{annotations[JOB_NAME_KEY]}" if job_ref and annotations.get(JOB_NAME_KEY) else None
         old = self._pods.get(key)
+        if job_key is None and type != "DELETED" and not (old is None and type in (None, "ADDED")):
+            return  # a bare pod's later events: nothing to do (no copy of each)
+        pod = _plain(body)
         if type == "DELETED":
             self._pods.pop(key, None)
             if job_key:  # a pod the controller never saw is OutOfSync, as in Volcano's deletePod
@@ -535,11 +402,13 @@ class Controllers:
         if type == "DELETED":
             self._pg_seen.pop(key, None)
             if old is not None:
-                await self.sync_queue(old[0])
+                self.queue_changed(old[0])
             return
         self._pg_seen[key] = (queue, phase)
         if old != (queue, phase):
-            await self.sync_queue(queue)
+            self.queue_changed(queue)
+            if old is not None and old[0] != queue:
+                self.queue_changed(old[0])
         # Volcano's job controller watches PodGroups: a phase change is a request for the job
         if job_ref is not None and old is not None and old[1] != phase:
             await self.process(f"{ns}/{job_ref.get('name')}", js.request_for_podgroup_phase(phase))
@@ -942,7 +811,8 @@ class Controllers:
         """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
         if not needs_podgroup(pod, self.options.scheduler_names):
             return
-        await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
+        async with self._podgroup_slots:
+            await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
 
     async def _create_pod_group(self, pod: Mapping[str, Any], update: bool = False) -> None:
         """createNormalPodPGIfNotExist (a pod added), or with ``update`` createOrUpdateNormalPodPG (a
@@ -1013,6 +883,24 @@ class Controllers:
 
     # -- the queue controller ----------------------------------------------------------------------
 
+    def queue_changed(self, name: str) -> None:
+        """A PodGroup of queue ``name`` came, went or changed phase: one syncQueue soon, however many of
+        its PodGroups change meanwhile, as Volcano's queue controller holds a queue's request once in
+        its work queue.  (A sync per PodGroup event would count the queue's PodGroups once per event:
+        quadratic in a burst of new PodGroups.)"""
+        if name and name not in self._queue_syncs:
+            self._queue_syncs[name] = self._spawn(self._sync_queue_soon(name))
+
+    async def _sync_queue_soon(self, name: str) -> None:
+        await asyncio.sleep(QUEUE_SYNC_DELAY)
+        del self._queue_syncs[name]  # a change from now on asks for another sync
+        await self.sync_queue(name)
+
+    async def queue_syncs_done(self) -> None:
+        """Wait for the queue syncs that are due (``queue_changed``), and for those they lead to."""
+        while self._queue_syncs:
+            await asyncio.gather(*self._queue_syncs.values(), return_exceptions=True)
+
     async def sync_queue(self, name: str, action: str = SYNC_QUEUE) -> None:
         """One queue request (syncQueue / openQueue / closeQueue), retried; follow-up requests after it."""
         if not name:
@@ -1068,7 +956,7 @@ class Controllers:
 # -- start-up -------------------------------------------------------------------------------------
 
 
-# (group, version, plural) → the kopf index (a Lister's name, None: none) and the on.event handler (None: none)
+# (group, version, plural) → the Lister that indexes it (None: none) and its handler (None: none)
 WATCHED: tuple[tuple[str, str, str, str | None, str | None], ...] = (
     ("scheduling.volcano.sh", "v1beta1", "queues", "queues", "on_queue"),
     ("scheduling.volcano.sh", "v1beta1", "podgroups", "podgroups", "on_podgroup"),
@@ -1081,86 +969,36 @@ WATCHED: tuple[tuple[str, str, str, str | None, str | None], ...] = (
 )
 
 
-def build_registry(ctl: Controllers, configuration: Any) -> kopf.OperatorRegistry:
-    """Our own registry (not kopf's global one): a login from our client's configuration, one
-    ``@kopf.index`` per read kind (kopf runs no handler before every index has its initial list) and
-    ``on.event`` handlers (nothing kopf would write: no finalizers, annotations or patches)."""
-    registry = kopf.OperatorRegistry()
-
-    async def login(**_: Any) -> kopf.ConnectionInfo:  # async: kopf runs sync handlers in a thread pool
-        return await connection_info(configuration)
-
-    kopf.on.login(registry=registry)(login)
+def build_informers(ctl: Controllers, client: KubeClient, watch_timeout: float = 300.0) -> InformerSet:
+    """An informer per WATCHED kind, all namespaces: its Lister's index, then its handler."""
+    informers = InformerSet(client, watch_timeout=watch_timeout)
     listers = {lister.name: lister for lister in ctl.listers}
     for group, version, plural, index, handler in WATCHED:
-        if index is not None:
-            kopf.index(group, version, plural, id=index, registry=registry)(listers[index].index_fn)
-        if handler is not None or index is not None:  # an index's own on.event: its ``seen``
-            lister = listers.get(index or "")
-            handler_fn = getattr(ctl, handler) if handler else None
-            if lister is not None:
-                ctl.relist_target(lister, Kind(group, version, plural, namespaced=False).path(), handler_fn)
-            kopf.on.event(group, version, plural, id=f"{plural}-events", registry=registry)(
-                _bound(ctl, lister, handler_fn))
-    return registry
-
-
-def _bound(ctl: Controllers, lister: Lister | None, handler: Handler | None) -> Handler:
-    async def on_event(type: str | None, body: Mapping[str, Any], **kwargs: Any) -> None:
-        ctl.bind(kwargs)
-        if lister is not None:
-            if type is None and lister.relisting(body, ctl.checking(lister)):
-                ctl.relisted(lister)
-            if not lister.seen(type, body):
-                return
-        if handler is not None:
-            await handler(type=type, body=body)
-    return on_event
-
-
-async def connection_info(cfg: Any) -> kopf.ConnectionInfo:
-    """kopf's credentials from the kubernetes client's Configuration (kubeconfig or in-cluster; the
-    client's own token refresh hook runs first, as before each of its requests)."""
-    token = await cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
-    scheme, _, value = token.partition(" ")
-    if not value:
-        scheme, value = ("Bearer", token) if token else (None, None)
-    return kopf.ConnectionInfo(server=cfg.host, scheme=scheme, token=value or None,
-                               ca_path=cfg.ssl_ca_cert or None, insecure=not cfg.verify_ssl,
-                               certificate_path=cfg.cert_file or None, private_key_path=cfg.key_file or None,
-                               default_namespace=None)
-
-
-def kopf_settings(watch_timeout: float) -> kopf.OperatorSettings:
-    settings = kopf.OperatorSettings()
-    settings.posting.enabled = False  # kopf's own k8s events would need more RBAC; we record Volcano's
-    settings.scanning.disabled = True  # no CRD/namespace watching: the resources are known
-    settings.peering.standalone = True
-    settings.peering.clusterwide = True
-    # kopf sends this as the watch's timeoutSeconds, which the API server parses as an integer
-    # (a float such as 300.0 is refused with 400 BadRequest and no watch ever runs)
-    settings.watching.server_timeout = int(watch_timeout)
-    return settings
+        informers.add(Kind(group, version, plural, namespaced=False), listers.get(index or ""),
+                      getattr(ctl, handler) if handler else None)
+    return informers
 
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
                           ready: asyncio.Event | None = None, ctl: Controllers | None = None,
                           watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
-    """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: kopf's ready flag).
-
-    kopf.spawn_tasks, not kopf.operator: kopf.operator ends by waiting for and cancelling every task
-    that was created while it ran — in our process that is the scheduler's too.
-    """
+    """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: set once every
+    informer has its initial list and the handlers run)."""
     ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
-    registry = build_registry(ctl, client.api.configuration)
-    tasks = await kopf.spawn_tasks(registry=registry, settings=kopf_settings(watch_timeout), standalone=True,
-                                   clusterwide=True, stop_flag=stop, ready_flag=ready)
+    informers = build_informers(ctl, client, watch_timeout)
+    running = asyncio.ensure_future(informers.run())
+    stopping = asyncio.ensure_future(stop.wait())
+    synced = asyncio.ensure_future(informers.synced.wait())
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if ready is not None:
+            await asyncio.wait([synced, stopping, running], return_when=asyncio.FIRST_COMPLETED)
+            if informers.synced.is_set():
+                ready.set()
+        await asyncio.wait([stopping, running], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for t in tasks:
+        for t in (running, stopping, synced):
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(running, stopping, synced, return_exceptions=True)
         await ctl.close()
 
 
@@ -1234,5 +1072,5 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
     return code
 
 
-__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Lister", "WATCHED", "build_registry",
+__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Lister", "WATCHED", "build_informers",
            "parse_components", "run_controllers"]

@@ -1,7 +1,7 @@
 """The controllers in Kubernetes mode against the kmock API server (tests/kube/apiserver.py).
 
 Most tests deliver the API server's watch events to the indexes and handlers one by one, in order
-(``Feed``), so each step is deterministic; some run them under kopf (``run_controllers``).
+(``Feed``), so each step is deterministic; some run them under the informers (``run_controllers``).
 The ``api`` fixture checks every request against the access tables.
 """
 
@@ -34,17 +34,10 @@ def command(name: str, action: str, kind: str, target: str, ns: str = "ns") -> d
             "action": action, "target": {"apiVersion": api_version, "kind": kind, "name": target}}
 
 
-class _Store(dict):
-    """A kopf.Store as the listers use it: iterates its objects."""
-
-    def __iter__(self):
-        return iter(self.values())
-
-
 class Feed:
     """Delivers the API server's events since the last call to the indexes and then the handlers, until
-    none is left, one event at a time: what kopf does (the same index functions and handlers, indexes
-    as kopf keeps them: key → the objects filed under it, by object), without its batching."""
+    none is left, one event at a time: what the informers do (the same listers and handlers), without
+    their concurrency across objects."""
 
     def __init__(self, api: ApiServer, ctl: Controllers) -> None:
         self.api, self.ctl, self.pos = api, ctl, 0
@@ -52,38 +45,32 @@ class Feed:
         self.watched = {(group, plural): (listers.get(index) if index else None,
                                           getattr(ctl, handler) if handler else None)
                         for group, _, plural, index, handler in WATCHED}
-        self.indices: dict[str, dict] = {name: {} for name in listers}
-        self.filed: dict[tuple, list] = {}  # (index, object) → its keys
-        ctl.bind(self.indices)
 
     def index(self, group: str, plural: str, type_: str, obj: dict) -> None:
         lister, _ = self.watched[(group, plural)]
         if lister is None:
             return
-        meta = obj["metadata"]
-        acckey = (meta.get("namespace"), meta["name"], meta.get("uid"))
-        index = self.indices[lister.name]
-        for k in self.filed.pop((lister.name, acckey), []):
-            index[k].pop(acckey, None)
-            if not index[k]:
-                del index[k]
-        if type_ != "DELETED":
-            filed = lister.filed(obj)
-            for k, v in filed.items():
-                index.setdefault(k, _Store())[acckey] = v
-            self.filed[(lister.name, acckey)] = list(filed)
+        if type_ == "DELETED":
+            lister.unindex_object(obj)
+        else:
+            lister.index_object(obj)
 
     async def __call__(self) -> None:
-        while self.pos < len(self.api.history):
-            _, kind, event = self.api.history[self.pos]
-            self.pos += 1
-            if kind in self.watched:
-                self.index(*kind, event["type"], event["object"])
-                lister, handler = self.watched[kind]
-                if lister is not None and not lister.seen(event["type"], event["object"]):
-                    continue  # an object a relist dropped: handled then
-                if handler is not None:
-                    await handler(type=event["type"], body=event["object"])
+        """Until quiet: the events, then the queue syncs they asked for (whose writes are events again)."""
+        while True:
+            while self.pos < len(self.api.history):
+                _, kind, event = self.api.history[self.pos]
+                self.pos += 1
+                if kind in self.watched:
+                    self.index(*kind, event["type"], event["object"])
+                    lister, handler = self.watched[kind]
+                    if lister is not None and not lister.seen(event["type"], event["object"]):
+                        continue  # an object a relist dropped: handled then
+                    if handler is not None:
+                        await handler(type=event["type"], body=event["object"])
+            await self.ctl.queue_syncs_done()
+            if self.pos == len(self.api.history):
+                return
 
 
 @pytest_asyncio.fixture
@@ -334,7 +321,7 @@ async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
 
 
 async def run(api: ApiServer, body, watch_timeout: float = 300.0, controllers: type[Controllers] = Controllers):
-    """``run_controllers`` (kopf: indexes, then the on.event handlers) around ``await body(ctl)``;
+    """``run_controllers`` (informers: indexes, then the handlers) around ``await body(ctl)``;
     ``controllers``: the class to run (a test's subclass)."""
     client = client_for(api, agent=CONTROLLER_AGENT)
     ctl = controllers(client, ControllerOptions())
@@ -355,17 +342,11 @@ async def run(api: ApiServer, body, watch_timeout: float = 300.0, controllers: t
 
 
 def reads(api: ApiServer, agent: str = CONTROLLER_AGENT) -> list[str]:
-    """The GET and LIST requests (watches left out) of the controllers' client (``agent="kopf/"``: of kopf)."""
+    """The GET and LIST requests (watches left out) of the controllers' client."""
     return [f"{verb_of(r)} {r.url.path}" for r in api.requests
             if r.method.value == "GET" and r.resource and r.params.get("watch") != "true"
             and r.headers.get("User-Agent", "").startswith(agent)
             and len(r.url.path.strip("/").split("/")) > (2 if r.url.path.startswith("/api/") else 3)]  # not discovery
-
-
-def kopf_wrote_nothing(api: ApiServer) -> bool:
-    """kopf only lists and watches: no annotations, finalizers, patches or events of its own."""
-    return [r for r in api.requests if r.headers.get("User-Agent", "").startswith("kopf/")
-            and r.method.value != "GET"] == []
 
 
 INITIAL_LISTS = ["list /api/v1/pods", "list /apis/apps/v1/replicasets", "list /apis/apps/v1/statefulsets",
@@ -453,7 +434,7 @@ async def test_a_pod_whose_owner_cannot_be_read_gets_min_member_one(env):
 
 
 @pytest.mark.asyncio
-async def test_the_handlers_under_kopf_start_after_the_initial_lists(api):
+async def test_the_handlers_start_after_the_initial_lists(api):
     api.put(queue("default"))
     api.put(queue("root"))
     early = api.put(job("early"))  # there before the controllers: seen in the initial list
@@ -469,22 +450,22 @@ async def test_the_handlers_under_kopf_start_after_the_initial_lists(api):
     watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
     assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
                        "priorityclasses"}
-    # one initial list per kind (kopf's); every later read came from the indexes
-    assert sorted(reads(api, "kopf/")) == INITIAL_LISTS and reads(api) == []
-    assert kopf_wrote_nothing(api)
-    # no handler ran before every indexed kind was listed (Commands have a handler only: not waited for)
+    # one initial list per kind; every later read came from the indexes
+    assert sorted(reads(api)) == INITIAL_LISTS
+    # no handler ran before every kind was listed
     sent = [(r.headers.get("User-Agent", ""), r) for r in api.requests]
     first_write = next(i for i, (agent, r) in enumerate(sent) if agent.startswith(CONTROLLER_AGENT)
                        and r.method.value != "GET")
-    listed = {r.resource.plural for agent, r in sent[:first_write] if agent.startswith("kopf/") and r.resource
-              and r.method.value == "GET" and r.params.get("watch") != "true" and r.name is None}
-    assert listed >= {"jobs", "pods", "podgroups", "queues", "replicasets", "statefulsets", "priorityclasses"}
+    listed = {r.resource.plural for agent, r in sent[:first_write] if agent.startswith(CONTROLLER_AGENT)
+              and r.resource and r.method.value == "GET" and r.params.get("watch") != "true" and r.name is None}
+    assert listed == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
+                      "priorityclasses"}
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("replicas", [4, 24])
 async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, replicas):
-    """Volcano's listers: a request reads kopf's indexes, so pod events cost no GET/LIST however many pods."""
+    """Volcano's listers: a request reads the informers' indexes, so pod events cost no GET/LIST however many pods."""
     api.put(queue("default"))
     api.put(queue("root"))
 
@@ -508,7 +489,7 @@ async def test_a_job_reconciled_on_pod_events_reads_nothing_from_the_api(api, re
     # one initial list per kind and nothing else, for 4 pods as for 24: before the indexes, each of the
     # 2×replicas pod events cost a GET of the Job, a LIST of its pods and a GET of its PodGroup. (Our
     # status writes go with the stored resourceVersion, which our own last write refreshed: no 409, no re-read.)
-    assert reads(api) == [] and sorted(reads(api, "kopf/")) == INITIAL_LISTS and kopf_wrote_nothing(api)
+    assert sorted(reads(api)) == INITIAL_LISTS
 
 
 @pytest.mark.asyncio
@@ -535,25 +516,7 @@ async def test_a_pod_made_behind_the_stores_back_is_seen_once_the_watch_brings_i
         await eventually(lambda: status(api).get("running") == 1, "the pod made behind our back, counted")
 
     await run(api, body, watch_timeout=300.0)
-    assert len([r for r in reads(api, "kopf/") if r.startswith("list")]) > 8  # kopf's relists after 410
-
-
-@pytest.mark.asyncio
-async def test_kopf_logs_in_with_the_clients_configuration():
-    from kubernetes.aio import client as kclient
-
-    from vcsched.kube.controllers import connection_info
-
-    cfg = kclient.Configuration(host="https://k8s:6443", api_key={"BearerToken": "abc"},
-                                api_key_prefix={"BearerToken": "Bearer"})
-    cfg.ssl_ca_cert, cfg.verify_ssl = "/ca.crt", True
-    info = await connection_info(cfg)
-    assert (info.server, info.scheme, info.token, info.ca_path, info.insecure) == (
-        "https://k8s:6443", "Bearer", "abc", "/ca.crt", False)
-    cfg = kclient.Configuration(host="https://k8s:6443")
-    cfg.cert_file, cfg.key_file, cfg.verify_ssl = "/c.crt", "/c.key", False
-    info = await connection_info(cfg)
-    assert (info.token, info.certificate_path, info.private_key_path, info.insecure) == (None, "/c.crt", "/c.key", True)
+    assert len([r for r in reads(api) if r.startswith("list")]) > 8  # the relists after 410
 
 
 def test_components_flag_is_validated():
@@ -818,16 +781,11 @@ def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
                              "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
 
     lister = Lister("pods", _pod_index)
-    index: dict = {}
 
-    def watch(obj: dict) -> None:  # what kopf does with an event: the index function's keys → the object
-        for k in list(index):
-            index[k] = [o for o in index[k] if o["metadata"]["uid"] != obj["metadata"]["uid"]]
-        for k, v in lister.filed(obj).items():
-            index.setdefault(k, []).append(v)
+    def watch(obj: dict) -> None:  # what the informer does with an event: indexed, then seen
+        lister.index_object(obj)
         lister.seen("MODIFIED", obj)
 
-    lister.index = index
     watch(p(5))
     assert [o["metadata"]["resourceVersion"] for o in lister.indexed(("job", "ns", "j1"))] == ["5"]
     lister.observe(p(9, "j2"))  # what our write returned: relabelled, before the watch brings it

@@ -1,22 +1,21 @@
 """Objects deleted while a watch was down past 410 Gone leave the controllers' indexes after the relist.
 
-kopf relists a kind after a 410 but never drops the index entries of objects the relist did not bring
-back; the controllers do (``Controllers.relisted``), as client-go's Replace does, and handle each as if
-its DELETED event had come. Run under kopf against the kmock API server: the watches are dropped, an
-object is deleted and the history compacted while they are down, so each watch resumes into 410 Gone.
-At the end, the same for the scheduler's own reflectors (scheduler/kube/source.py) and its cache.
+The controllers' informers relist a kind after a 410 and drop what the relist did not bring back, as
+client-go's Replace does, handling each as if its DELETED event had come. Run against the kmock API
+server: the watches are dropped, an object is deleted and the history compacted while they are down,
+so each watch resumes into 410 Gone. At the end, the same for the scheduler's own reflectors
+(scheduler/kube/source.py) and its cache.
 """
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
-from vcsched.kube.controllers import ControllerOptions, Controllers, Lister
+from vcsched.kube.controllers import Controllers
 
 from .apiserver import ApiServer
-from .conftest import CONTROLLER_AGENT, client_for, cluster, conf_map, eventually, podgroup, queue, verb_of
+from .conftest import CONTROLLER_AGENT, cluster, eventually, podgroup, queue, verb_of
 from .conftest import pod as sched_pod
 from .test_controllers import BUS, SCHED, command, job, pods, run, set_phase, status
 
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.asyncio
 
 def gap(api: ApiServer, *deleted: tuple[str, str, str, str]) -> None:
     """The watches go down; ``deleted`` objects go while they are down and the history is compacted:
-    every watch resumes into 410 Gone and kopf relists every kind."""
+    every watch resumes into 410 Gone and the informers relist every kind."""
     api.drop_watches()
     for obj in deleted:
         api.remove(*obj)
@@ -33,9 +32,15 @@ def gap(api: ApiServer, *deleted: tuple[str, str, str, str]) -> None:
 
 
 def lists(api: ApiServer) -> list[str]:
-    """The controllers' own LIST requests (not kopf's): ``list <path>``, or ``probe <path>`` (one object)."""
-    return [f"{'probe' if r.params.get('limit') == '1' else 'list'} {r.url.path}" for r in api.requests
+    """The controllers' LIST requests: ``list <path>``."""
+    return [f"list {r.url.path}" for r in api.requests
             if r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENT) and verb_of(r) == "list"]
+
+
+WATCHED_PATHS = ["/api/v1/pods", "/apis/apps/v1/replicasets", "/apis/apps/v1/statefulsets",
+                 "/apis/batch.volcano.sh/v1alpha1/jobs", "/apis/bus.volcano.sh/v1alpha1/commands",
+                 "/apis/scheduling.k8s.io/v1/priorityclasses", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+                 "/apis/scheduling.volcano.sh/v1beta1/queues"]
 
 
 async def running_job(api: ApiServer) -> None:
@@ -62,7 +67,7 @@ async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_res
         await running_job(api)
         kept = api.get("", "pods", "ns", "j1-worker-0")["metadata"]["uid"]
         gone = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["uid"]
-        assert lists(api) == []  # no relist yet: no LIST of ours
+        assert sorted(lists(api)) == [f"list {k}" for k in WATCHED_PATHS]  # the initial lists only
         gap(api, ("", "pods", "ns", "j1-worker-1"))
         # the relist drops it: the Job re-syncs as on its DELETED event (PodEvicted, no policy: SyncJob)
         # and makes the missing pod again; the running count no longer has it
@@ -74,13 +79,8 @@ async def test_a_pod_deleted_during_a_watch_gap_leaves_the_index_and_its_job_res
         held = [p["metadata"]["uid"] for p in ctl.pods.indexed(("job", "ns", "j1"))]
         assert gone not in held and kept in held
         assert all(p["metadata"]["uid"] != gone for p in ctl._pods.values())
-        # one LIST of ours per relisted kind that had objects, and at most a probe of one object before it
-        # (kopf relisted all 8 kinds; the empty ones, ReplicaSets, StatefulSets, PriorityClasses, cost nothing)
-        kinds = ["/api/v1/pods", "/apis/batch.volcano.sh/v1alpha1/jobs",
-                 "/apis/scheduling.volcano.sh/v1beta1/podgroups", "/apis/scheduling.volcano.sh/v1beta1/queues"]
-        assert sorted(r for r in lists(api) if r.startswith("list ")) == [f"list {k}" for k in kinds]
-        probes = [r.removeprefix("probe ") for r in lists(api) if r.startswith("probe ")]
-        assert len(probes) == len(set(probes)) and set(probes) <= set(kinds)
+        # every kind relisted once after its 410: one LIST each, besides the initial ones
+        assert sorted(lists(api)) == sorted(f"list {k}" for k in WATCHED_PATHS * 2)
 
     await run(api, body)
 
@@ -97,51 +97,6 @@ async def test_a_job_deleted_during_a_watch_gap_takes_its_pods_and_podgroup_afte
         assert ctl.jobs.get("ns", "j1") is None and "ns/j1" not in ctl._jobs_seen
 
     await run(api, body)
-
-
-class _CountingDeletions(Controllers):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.pods_deleted: list[str] = []  # the uids on_pod handled as DELETED
-
-    async def on_pod(self, type, body, **_) -> None:  # type: ignore[no-untyped-def]
-        if type == "DELETED":
-            self.pods_deleted.append(body["metadata"]["uid"])
-        await super().on_pod(type=type, body=body)
-
-
-async def test_a_pod_deleted_between_kopfs_relist_and_ours_is_handled_once(api):
-    """kopf's relist still has the pod, ours no longer: dropped and handled by our check; the DELETED event
-    kopf's watch brings later is not handled a second time."""
-    api.put(queue("default"))
-    api.put(queue("root"))
-
-    def by(agent: str, verb: str, r) -> bool:  # type: ignore[no-untyped-def]
-        return (r.headers.get("User-Agent", "").startswith(agent) and verb_of(r) == verb
-                and r.resource is not None and r.resource.plural == "pods")
-
-    async def body(ctl: _CountingDeletions) -> None:
-        await running_job(api)
-        uid = api.get("", "pods", "ns", "j1-worker-1")["metadata"]["uid"]
-        ours, kopfs = asyncio.Event(), asyncio.Event()
-        our_list = api.fail(lambda r: by(CONTROLLER_AGENT, "list", r), gate=ours)
-        # kopf's watch after its relist (from the relist's resourceVersion), not the resume that gets 410
-        api.fail(lambda r: by("kopf/", "watch", r) and 0 < api.compacted <= int(r.params.get("resourceVersion") or 0),
-                 gate=kopfs)
-        api.drop_watches()
-        api.put(conf_map("x", name="unrelated", ns="ns"))  # the history moves on: the resumes get 410
-        api.compact()
-        await eventually(lambda: our_list.hits == 1, "our LIST of pods, after kopf's relist of them, held")
-        api.remove("", "pods", "ns", "j1-worker-1")
-        ours.set()
-        await eventually(lambda: made_again(api, "j1-worker-1", uid), "j1-worker-1 made again")
-        assert ctl.pods_deleted == [uid]
-        kopfs.set()  # its watch brings the DELETED event now
-        await eventually(lambda: uid not in ctl.pods._dropped, "kopf's DELETED event seen")
-        assert ctl.pods_deleted == [uid]
-        assert all(p["metadata"]["uid"] != uid for p in ctl.pods.index.get(("ns", "j1-worker-1"), ()))
-
-    await run(api, body, controllers=_CountingDeletions)
 
 
 def queues_and_podgroups(api: ApiServer, *podgroups: tuple[str, str]) -> None:
@@ -202,14 +157,14 @@ async def test_a_relist_bringing_only_objects_made_during_the_gap_still_drops_th
         await eventually(lambda: api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed",
                          "Closed once the relist dropped pg1")
         assert ctl.podgroups.get("ns", "new") is not None
-        assert lists(api).count("list /apis/scheduling.volcano.sh/v1beta1/podgroups") == 1
+        assert lists(api).count("list /apis/scheduling.volcano.sh/v1beta1/podgroups") == 2  # initial, relist
 
     await run(api, body)
 
 
 async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
-    """No 410 (the history still holds the resourceVersion): kopf resumes, nothing is relisted, no LIST of ours,
-    and a deletion while down comes as its DELETED event."""
+    """No 410 (the history still holds the resourceVersion): the watch resumes, nothing is relisted, and a
+    deletion while down comes as its DELETED event."""
     queues_and_podgroups(api, ("pg1", "q1"))
 
     async def body(ctl: Controllers) -> None:
@@ -217,71 +172,10 @@ async def test_a_dropped_watch_that_resumes_lists_nothing_of_ours(api):
         api.drop_watches()
         api.remove(SCHED, "podgroups", "ns", "pg1")
         await eventually(lambda: ctl.podgroups.count(("queue", "q1")) == 0, "pg1 gone by its DELETED event")
-        assert lists(api) == []
+        assert sorted(lists(api)) == [f"list {k}" for k in WATCHED_PATHS]  # the initial lists only
 
     await run(api, body)
 
-
-async def test_a_full_check_asked_for_before_a_probe_lists_is_that_list(api):
-    """A relist of queues shows first (pods get a probe), then the pods' own, before the probe's LIST went
-    out: that LIST is a full one, and the pod gone is dropped."""
-    from vcsched.kube.api import PODS, QUEUES
-
-    client = client_for(api, agent=CONTROLLER_AGENT)
-    ctl = Controllers(client, ControllerOptions())
-    default = api.put(queue("default"))
-    live = api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "live", "namespace": "ns"}})
-    gone = {"metadata": {"name": "gone", "namespace": "ns", "uid": "u-gone", "resourceVersion": "1"}}
-    ctl.pods.index = {("ns", "live"): [live], ("ns", "gone"): [gone]}
-    ctl.queues.index = {(None, "default"): [default]}
-    ctl.relist_target(ctl.pods, PODS.path(), None)
-    ctl.relist_target(ctl.queues, QUEUES.path(), None)
-    try:
-        ctl.relisted(ctl.queues)
-        ctl.relisted(ctl.pods)
-        await eventually(lambda: not ctl._relisting, "the checks done")
-        assert ctl.pods.get("ns", "gone") is None and ctl.pods.get("ns", "live") is not None
-        assert sorted(lists(api)) == ["list /api/v1/pods", "list /apis/scheduling.volcano.sh/v1beta1/queues"]
-    finally:
-        await ctl.close()
-        await client.close()
-
-
-async def test_a_lister_tells_a_relist_and_drops_what_it_did_not_bring_back():
-    def p(name: str, uid: str, rv: int) -> dict:
-        return {"metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}}
-
-    lister = Lister("pods")
-    a, b, b2, c, d = p("a", "ua", 3), p("b", "ub", 4), p("b", "ub2", 8), p("c", "uc", 12), p("d", "ud", 9)
-    for obj in (a, b):  # the initial listing, indexed before any handler runs
-        await lister.index_fn(obj)
-    lister.handlers_started()
-    for obj in (a, b):
-        assert lister.relisting(obj, checking=False) is False
-        lister.seen(None, obj)
-    await lister.index_fn(b2)
-    lister.seen("ADDED", b2)
-    # a relist: an object listed again begins one; the rest of it is covered by the check under way
-    assert lister.relisting(b2, checking=False) is True
-    lister.seen(None, b2)
-    assert lister.relisting(a, checking=True) is False
-    lister.seen(None, a)
-    lister.index = {("ns", "a"): [a], ("ns", "b"): [b, b2], ("ns", "c"): [c]}
-    # our LIST at 10: a is there, b was made again under its name (ub2), c came after the list
-    gone = lister.replace([a, b2, d], "10")
-    assert [o["metadata"]["uid"] for o in gone] == ["ub"]
-    assert lister.get("ns", "b")["metadata"]["uid"] == "ub2"
-    assert lister.get("ns", "a") is not None and lister.get("ns", "c") is not None
-    assert lister.replace([a, b2, d], "10") == []  # dropped once
-    # kopf's index still holds ub until a DELETED event for it (a deletion after kopf's own list)
-    assert lister.seen("DELETED", b) is False  # handled already: not again
-    assert lister.seen("DELETED", c) is True
-    # an object never seen, listed: made while the watch was down; covered when our LIST had it
-    assert lister.relisting(d, checking=False) is False
-    assert lister.relisting(p("e", "ue", 14), checking=False) is True  # a kopf listing newer than our LIST
-
-
-# -- the scheduler's own watches (scheduler/kube/source.py) -------------------------------------------
 
 async def test_the_schedulers_relist_drops_a_pod_made_again_under_its_name_during_the_gap(api, start):
     """client-go's Replace keys objects by namespace/name but the cache keys pods by uid: a pod deleted and
