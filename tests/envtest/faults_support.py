@@ -396,3 +396,13 @@ def alive(proc: Process) -> bool:
 async def restart_apiserver(cp: ControlPlane, between: Any = None) -> None:
     """``cp.restart_apiserver`` on a thread (the test's loop keeps running); it returns once /readyz answers."""
     await asyncio.to_thread(cp.restart_apiserver, between=between)
+
+
+async def delete_bare_pod(kube: Kube, name: str, ns: str = "default") -> None:
+    """Delete a bare pod and, as the garbage collector of a real cluster would (it owns it), its PodGroup."""
+    pod = await kube.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+    assert pod is not None, f"{ns}/{name} not found"
+    await kube.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
+    group = (pod["metadata"].get("annotations") or {}).get(GROUP_ANNOTATION)
+    if group == f"podgroup-{pod['metadata']['uid']}":
+        await kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/{group}")
