@@ -160,3 +160,124 @@ async def test_watches_expired_by_compaction_relist_and_forget_what_was_deleted(
     assert len(pending) == 1 and pending[0].startswith("q"), pending
     assert log_lines(proc, "watch expired, relisting"), "no watch answered 410 Gone"
     assert alive(proc)
+
+
+# -- 4. conflicting writes: the 409 path -------------------------------------------------------------------------
+
+JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+PGS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+NOW = "2024-01-01T00:00:00Z"
+# what giving up looks like: the job controller after its requeues (then it terminates the Job), the sink
+# dropping a status write; a "job request failed ... kept conflicting" line is a retry, not a give-up
+GIVE_UP = ("retry limit reached", "write failed")
+
+
+def vcjob(name: str, replicas: int) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": "volcano", "minAvailable": replicas, "queue": "default",
+                     "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": {
+                         "restartPolicy": "Never",
+                         "containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}]}}
+
+
+async def _job_pods_running(kube: Kube, name: str, n: int) -> bool:
+    """The job's ``n`` pods bound; each bound one given phase Running, as a kubelet would."""
+    ps = await kube.list("/api/v1/namespaces/default/pods", labelSelector=f"volcano.sh/job-name={name}")
+    for p in ps:
+        if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") != "Running":
+            await kube.pod_status("default", p["metadata"]["name"], "Running", containerStatuses=[
+                {"name": "c", "ready": True, "restartCount": 0, "image": "busybox", "imageID": "",
+                 "state": {"running": {"startedAt": NOW}}}])
+    return len(ps) == n and all(p["spec"].get("nodeName") for p in ps)
+
+
+async def _job_status(kube: Kube, name: str, phase: str, running: int) -> dict | None:
+    j = await kube.get(f"{JOBS}/{name}")
+    st = (j or {}).get("status") or {}
+    return j if (st.get("state") or {}).get("phase") == phase and st.get("running") == running else None
+
+
+async def _queue_open(kube: Kube) -> bool:
+    q = await kube.get("/apis/scheduling.volcano.sh/v1beta1/queues/default")
+    return bool(q) and (q.get("status") or {}).get("state") == "Open"
+
+
+async def test_conflicting_writes_to_job_and_podgroup_are_reread_and_retried(kube: Kube, vcsched: VcschedRunner):
+    """While the controllers and the scheduler write a batch Job's status and its PodGroup (the Job status
+    PUT and the PodGroup spec PUT carry the resourceVersion they read), the test keeps patching an
+    unrelated label on both: the API server answers those writes 409 Conflict (counted by its own
+    apiserver_request_total), they are re-read and retried, and the end state is right: the Job scaled
+    from 4 to 6 is Running with 6 running, its PodGroup asks for 6 and is Running, nothing given up."""
+    import asyncio
+
+    cp = kube.cp
+    await kube.node("n0", cpu="16", memory="32Gi")
+    proc = vcsched.start()
+    await kube.eventually(lambda: _queue_open(kube), "the default queue Open")
+    job_409 = request_counts(cp, verb="PUT", resource="jobs", subresource="status")["409"]
+    pg_409 = request_counts(cp, verb="PUT", resource="podgroups", subresource="")["409"]
+    await kube.create(vcjob("j1", 4))
+    stop = asyncio.Event()
+    writes = {"job": 0, "podgroup": 0}
+
+    async def noise() -> None:
+        """An unrelated writer: a label on the Job and on its PodGroup, over and over (merge patches
+        without a resourceVersion, so its own writes always go through)."""
+        i = 0
+        while not stop.is_set():
+            i += 1
+            await kube.patch(f"{JOBS}/j1", {"metadata": {"labels": {"noise": str(i)}}})
+            writes["job"] += 1
+            for pg in await kube.list(PGS):
+                if pg["metadata"]["name"].startswith("j1-"):
+                    await kube.patch(f"{PGS}/{pg['metadata']['name']}", {"metadata": {"labels": {"noise": str(i)}}})
+                    writes["podgroup"] += 1
+            await asyncio.sleep(0.005)
+
+    writer = asyncio.create_task(noise())
+    try:
+        await kube.eventually(lambda: _job_pods_running(kube, "j1", 4), "j1's 4 pods bound and running")
+        await kube.eventually(lambda: _job_status(kube, "j1", "Running", 4), "j1 Running with 4 running")
+        # scaled to 6: the controller PUTs the PodGroup's new spec and makes two pods, the scheduler binds them
+        await kube.patch(f"{JOBS}/j1", [{"op": "replace", "path": "/spec/minAvailable", "value": 6},
+                                        {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 6}],
+                         content_type="application/json-patch+json")
+        await kube.eventually(lambda: _job_pods_running(kube, "j1", 6), "j1's 6 pods bound and running")
+        await kube.eventually(lambda: _job_status(kube, "j1", "Running", 6), "j1 Running with 6 running")
+    finally:
+        stop.set()
+        await writer
+    job_conflicts = request_counts(cp, verb="PUT", resource="jobs", subresource="status")["409"] - job_409
+    pg_puts = request_counts(cp, verb="PUT", resource="podgroups", subresource="")
+    pg_conflicts = pg_puts["409"] - pg_409
+    print(f"\nconflicts: {writes} noise writes; Job status PUTs answered 409: {job_conflicts}; "
+          f"PodGroup PUTs answered 409: {pg_conflicts} (all PodGroup PUTs since the start: {dict(pg_puts)})")
+    assert job_conflicts > 0, "the test made no conflict: the 409 path never ran"
+    pg = next(g for g in await kube.list(PGS) if g["metadata"]["name"].startswith("j1-"))
+    assert pg["spec"]["minMember"] == 6, pg["spec"]
+    assert pg["metadata"]["labels"]["noise"] == str(writes["job"])  # the unrelated writes were kept too
+    await nothing_lost(kube, expect_bound=6)
+    assert await _job_status(kube, "j1", "Running", 6)
+    assert not [line for line in proc.output().splitlines() if any(g in line for g in GIVE_UP)], \
+        [line for line in proc.output().splitlines() if any(g in line for g in GIVE_UP)][:5]
+    assert alive(proc)
+
+
+@pytest.mark.xfail(reason="a Job's status.minAvailable is written at initiation only, never follows a scaled "
+                          "spec.minAvailable (Volcano's syncJob copies it on every sync)", strict=True)
+async def test_a_scaled_jobs_status_min_available_follows_its_spec(kube: Kube, vcsched: VcschedRunner):
+    """Found by the conflict test above, without any conflict: Volcano's syncJob rebuilds the status with
+    MinAvailable: job.Spec.MinAvailable on every sync (spec/jobs.md §2.5: "Copy of spec.minAvailable")."""
+    await kube.node("n0", cpu="16", memory="32Gi")
+    vcsched.start()
+    await kube.eventually(lambda: _queue_open(kube), "the default queue Open")
+    await kube.create(vcjob("j1", 2))
+    await kube.eventually(lambda: _job_pods_running(kube, "j1", 2), "j1's 2 pods bound and running")
+    await kube.eventually(lambda: _job_status(kube, "j1", "Running", 2), "j1 Running with 2 running")
+    await kube.patch(f"{JOBS}/j1", [{"op": "replace", "path": "/spec/minAvailable", "value": 3},
+                                    {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 3}],
+                     content_type="application/json-patch+json")
+    await kube.eventually(lambda: _job_pods_running(kube, "j1", 3), "j1's 3 pods bound and running")
+    j = await kube.eventually(lambda: _job_status(kube, "j1", "Running", 3), "j1 Running with 3 running")
+    assert j["status"].get("minAvailable") == 3, j["status"]
