@@ -3,7 +3,7 @@
 Pure: ``reconcile(observed, request)`` takes the job (mutated, with its status), its pods,
 its PodGroup and the time, and returns an ``Outcome``: the new status and whether to write
 it, pods to create and to delete, the PodGroup to create/update/delete, plugin objects,
-Events, and a delayed action to arm. The kopf handlers and the simulator carry it out.
+Events, and a delayed action to arm. The Kubernetes-mode handlers and the simulator carry it out.
 
 Sources: job_controller_util.go · applyPolicies; job_controller_actions.go · syncJob, killPods;
 job_controller_handler.go (which pod change raises which event); state/*.go; garbagecollector.go.

@@ -41,7 +41,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 
 
 # The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector.
-# kopf's watches read only the discovery URLs (/api, /apis) besides, which every authenticated user may read.
+# Their informers list and watch with the verbs above; nothing else.
 CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
     Access("batch.volcano.sh", "jobs", ("delete",), "TTL garbage collection of finished Jobs (ttlSecondsAfterFinished)"),

@@ -60,7 +60,7 @@ _OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SET
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
 COMPONENTS = ("scheduler", "controllers")
-QUEUE_SYNC_DELAY = 0.05  # seconds a queue's PodGroup changes gather before one syncQueue
+QUEUE_SYNC_DELAY = 0.5  # seconds a queue's PodGroup changes gather before one syncQueue (each counts them all)
 
 
 def parse_components(text: str) -> tuple[str, ...]:
@@ -925,10 +925,10 @@ class Controllers:
             if queue is None:
                 return []
             queues = self.queues.objects
-            count = self.podgroups.count(("queue", name))  # the index's: also those whose events are still queued
+            podgroups = self.podgroups.indexed(("queue", name))  # the index's: also those whose events are still queued
+            count = len(podgroups)
             # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
-            self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or ""
-                                                 for pg in self.podgroups.indexed(("queue", name))])
+            self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or "" for pg in podgroups])
             out = reconcile_queue_request(queue, action, count, queues)
             if out.error:
                 await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")

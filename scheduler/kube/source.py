@@ -1,9 +1,9 @@
 """The Kubernetes source: list + watch per resource (client-go's reflector), feeding the cache.
 
-Why not kopf's watching here: the cache needs to know when each initial list is
-complete (no session before sync), and a relist after ``410 Gone`` must delete
-what vanished while the stream was down.  kopf's event handlers give neither, so
-each resource gets a small reflector:
+The cache needs to know when each initial list is complete (no session before
+sync), and a relist after ``410 Gone`` must delete what vanished while the stream
+was down, so each resource gets a small reflector (the controllers' informers,
+scheduler/kube/informer.py, are built on it too):
 
 - list (paged), replace the store (objects missing from the list are deleted, and
   so is one the list brings back under the same name with another uid: made

@@ -15,7 +15,7 @@ Kubernetes requests itself:
   declares it) write only ``status``, and writes to those objects themselves leave
   ``status`` alone; podgroups have no status subresource (404), like Volcano's CRD;
 - discovery (/api/v1, /apis/<group>/<version>) lists the resources in RESOURCES, so
-  kopf's scan finds them;
+  a client's discovery finds them;
 - PUT with a stale resourceVersion → 409; DELETE honours a uid precondition;
 - lists honour equality and existence label selectors;
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;

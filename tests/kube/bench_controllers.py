@@ -2,10 +2,10 @@
 
     .venv/bin/python -m tests.kube.bench_controllers 10 50 200
 
-Runs ``run_controllers`` (kopf: indexes → on.event handlers), creates a Job of N replicas, sets its
+Runs ``run_controllers`` (informers: indexes → handlers), creates a Job of N replicas, sets its
 PodGroup Inqueue, waits for its N pods, sets them Running and waits for the Job to be Running with
-N running. Prints the controllers' GET and LIST requests (watches and kopf's initial lists left out:
-those are one per kind) and the Job status writes.
+N running. Prints the controllers' GET and LIST requests (watches left out; the informers' initial
+lists are one per kind) and the Job status writes.
 """
 
 from __future__ import annotations

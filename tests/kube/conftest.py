@@ -31,7 +31,7 @@ async def eventually(cond: Callable[[], object], what: str = "condition") -> Non
 
 
 CONTROLLER_AGENT = "vcsched-controllers"
-CONTROLLER_AGENTS = (CONTROLLER_AGENT, "kopf/")
+CONTROLLER_AGENTS = (CONTROLLER_AGENT,)
 
 
 def verb_of(r: kmock.Request) -> str:
@@ -49,7 +49,7 @@ async def api() -> AsyncIterator[ApiServer]:
         server.base = str(srv.url).rstrip("/")
         yield server
         # every request vcsched sent is granted by the ClusterRole built from SCHEDULER_ACCESS; the
-        # controllers' (their client's agent, and kopf's watches) by SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS
+        # controllers' (their client's agent) by SCHEDULER_ACCESS ∪ CONTROLLER_ACCESS
         for r in server.requests:
             if r.resource is None or r.resource.plural is None:
                 continue  # discovery: readable by every authenticated user
