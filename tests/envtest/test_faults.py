@@ -208,7 +208,9 @@ async def test_conflicting_writes_to_job_and_podgroup_are_reread_and_retried(kub
     PUT and the PodGroup spec PUT carry the resourceVersion they read), the test keeps patching an
     unrelated label on both: the API server answers those writes 409 Conflict (counted by its own
     apiserver_request_total), they are re-read and retried, and the end state is right: the Job scaled
-    from 4 to 6 is Running with 6 running, its PodGroup asks for 6 and is Running, nothing given up."""
+    from 4 to n is Running with n running, its PodGroup asks for n and is Running, nothing given up.
+    (The scheduler's own PodGroup status write is a merge PATCH without a resourceVersion: the API server
+    applies it to the latest object and never answers it 409.)"""
     import asyncio
 
     cp = kube.cp
@@ -235,30 +237,37 @@ async def test_conflicting_writes_to_job_and_podgroup_are_reread_and_retried(kub
                     writes["podgroup"] += 1
             await asyncio.sleep(0.005)
 
+    def conflicts() -> tuple[int, int]:
+        return (request_counts(cp, verb="PUT", resource="jobs", subresource="status")["409"] - job_409,
+                request_counts(cp, verb="PUT", resource="podgroups", subresource="")["409"] - pg_409)
+
     writer = asyncio.create_task(noise())
+    n = 4
     try:
-        await kube.eventually(lambda: _job_pods_running(kube, "j1", 4), "j1's 4 pods bound and running")
-        await kube.eventually(lambda: _job_status(kube, "j1", "Running", 4), "j1 Running with 4 running")
-        # scaled to 6: the controller PUTs the PodGroup's new spec and makes two pods, the scheduler binds them
-        await kube.patch(f"{JOBS}/j1", [{"op": "replace", "path": "/spec/minAvailable", "value": 6},
-                                        {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 6}],
-                         content_type="application/json-patch+json")
-        await kube.eventually(lambda: _job_pods_running(kube, "j1", 6), "j1's 6 pods bound and running")
-        await kube.eventually(lambda: _job_status(kube, "j1", "Running", 6), "j1 Running with 6 running")
+        await kube.eventually(lambda: _job_pods_running(kube, "j1", n), f"j1's {n} pods bound and running")
+        await kube.eventually(lambda: _job_status(kube, "j1", "Running", n), f"j1 Running with {n} running")
+        # scaled up one at a time: each step has the controller PUT the PodGroup's new spec, make a pod and
+        # write the Job's status a few times, and the scheduler bind the pod and write the PodGroup's status;
+        # at least two steps, and on until the Job's status write has met a conflict (a guard: 12 replicas)
+        while n < 6 or (conflicts()[0] == 0 and n < 12):
+            n += 1
+            await kube.patch(f"{JOBS}/j1", [{"op": "replace", "path": "/spec/minAvailable", "value": n},
+                                            {"op": "replace", "path": "/spec/tasks/0/replicas", "value": n}],
+                             content_type="application/json-patch+json")
+            await kube.eventually(lambda: _job_pods_running(kube, "j1", n), f"j1's {n} pods bound and running")
+            await kube.eventually(lambda: _job_status(kube, "j1", "Running", n), f"j1 Running with {n} running")
     finally:
         stop.set()
         await writer
-    job_conflicts = request_counts(cp, verb="PUT", resource="jobs", subresource="status")["409"] - job_409
-    pg_puts = request_counts(cp, verb="PUT", resource="podgroups", subresource="")
-    pg_conflicts = pg_puts["409"] - pg_409
-    print(f"\nconflicts: {writes} noise writes; Job status PUTs answered 409: {job_conflicts}; "
-          f"PodGroup PUTs answered 409: {pg_conflicts} (all PodGroup PUTs since the start: {dict(pg_puts)})")
+    job_conflicts, pg_conflicts = conflicts()
+    print(f"\nconflicts: scaled 4 -> {n}; {writes} noise writes; Job status PUTs answered 409: {job_conflicts}; "
+          f"PodGroup PUTs answered 409: {pg_conflicts}")
     assert job_conflicts > 0, "the test made no conflict: the 409 path never ran"
     pg = next(g for g in await kube.list(PGS) if g["metadata"]["name"].startswith("j1-"))
-    assert pg["spec"]["minMember"] == 6, pg["spec"]
+    assert pg["spec"]["minMember"] == n, pg["spec"]
     assert pg["metadata"]["labels"]["noise"] == str(writes["job"])  # the unrelated writes were kept too
-    await nothing_lost(kube, expect_bound=6)
-    assert await _job_status(kube, "j1", "Running", 6)
+    await nothing_lost(kube, expect_bound=n)
+    assert await _job_status(kube, "j1", "Running", n)
     assert not [line for line in proc.output().splitlines() if any(g in line for g in GIVE_UP)], \
         [line for line in proc.output().splitlines() if any(g in line for g in GIVE_UP)][:5]
     assert alive(proc)
