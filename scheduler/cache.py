@@ -124,6 +124,7 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.versions: dict[tuple[str, str], int] = {}
+        self._queue_missing: set[tuple[str, str]] = set()  # (job, queue) said once to be missing
 
     # -- event plumbing ------------------------------------------------------------------
 
@@ -285,6 +286,8 @@ class Cache:
     def add_queue(self, obj: Mapping[str, Any]) -> None:
         q = queue_from(obj)
         if self._newer("Queue", q.name, obj):
+            if q.name not in self.queues and self._queue_missing:  # said missing: say it again if it goes
+                self._queue_missing = {m for m in self._queue_missing if m[1] != q.name}
             self.queues[q.name] = q
 
     update_queue = add_queue
@@ -315,7 +318,13 @@ class Cache:
         jobs: dict[str, JobInfo] = {}
         clones: dict[str, TaskInfo] = {}
         for uid, job in self.jobs.items():
-            if job.podgroup is None or job.queue not in self.queues:
+            if job.podgroup is None:
+                continue
+            if job.queue not in self.queues:
+                if (uid, job.queue) not in self._queue_missing:  # Volcano: "... does not exist, ignore it"
+                    self._queue_missing.add((uid, job.queue))
+                    log.warning("PodGroup names a queue that does not exist; its pods wait until it does",
+                                podgroup=uid, field="spec.queue", queue=job.queue)
                 continue
             c = job.clone()
             c.priority = self.job_priority(job)

@@ -52,6 +52,10 @@ class DeviceFamily:
     # True: the plugin calls ``open_session(node)`` on this kind's NodeDevices at every session
     # open (Volcano's ``initializeDevicesWithSession``, today only the MindCluster 310P kind)
     session_init: ClassVar[bool] = False
+    # Volcano's NodeInfo holds this kind on every node, nil where the node's registry does not parse
+    # (setNodeOthersResource: gpushare and vGPU): a pod asking for it fails such a node ("node not
+    # initialized with device").  Other kinds are absent there, and the predicate skips them.
+    on_every_node: ClassVar[bool] = False
 
     def request(self, task: TaskInfo) -> Any | None:
         """``HasDeviceRequest`` and the parsed request: None when the pod asks nothing of this kind."""

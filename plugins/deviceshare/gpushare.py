@@ -56,6 +56,7 @@ class GpuShareRequest:
 
 
 class GpuShareFamily(DeviceFamily):
+    on_every_node = True
     key = KEY
 
     def __init__(self, sharing: bool, number: bool) -> None:

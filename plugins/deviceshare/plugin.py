@@ -143,12 +143,16 @@ class DeviceSharePlugin(Plugin):
                 if key not in found:
                     found[key] = d.family
         # the families come from the cache's builder (its device config), ranked in registry order;
-        # only the kinds this session's arguments enable (the HAMi Ascend kinds are named by the config)
-        enabled = {f.key for f in build_families(self.args, DeviceConfig())}
+        # only the kinds this session's arguments enable (the HAMi Ascend kinds are named by the config).
+        # An enabled kind that Volcano holds on every node (``on_every_node``) is asked about even when
+        # no node has it: a pod asking for it fits no node ("node not initialized with device").
+        enabled = {f.key: f for f in build_families(self.args, DeviceConfig())}
         hami = self.args.ascend_hami_vnpu
-        self.families = sorted(
-            (f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))),
-            key=lambda f: f.rank)
+        kinds = {k: f for k, f in found.items() if k in enabled or (hami and isinstance(f, AscendHAMiFamily))}
+        for k, f in enabled.items():
+            if f.on_every_node:
+                kinds.setdefault(k, f)
+        self.families = sorted(kinds.values(), key=lambda f: f.rank)
         self._requests = {}
         self._wants = {}
         if VGPU_KEY in enabled:
@@ -201,17 +205,19 @@ class DeviceSharePlugin(Plugin):
     # -- predicate and node order --------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
-        devices = node.devices
-        if not devices:
-            return None
         wanted = self.wanted(task)
         if not wanted:
             return None
+        devices = node.devices
         policy = self.args.schedule_policy
         for f, req in wanted:
-            d = devices.get(f.key)
+            d = devices.get(f.key) if devices else None
             if d is None:
-                continue
+                if not f.on_every_node:
+                    continue
+                # Volcano's filterNode: the pod asks for a kind this node has no (readable) devices of,
+                # whatever its allocatable says; the reason as Volcano writes it, without a space
+                return [Status(StatusCode.Unschedulable, "node not initialized with device" + f.key)]
             lock = lock_name(f, req) if self.args.node_lock else None
             if lock is not None and locks_before_selection(lock):
                 err = self._lock_failure(task, node, lock)

@@ -190,6 +190,7 @@ def _mig_position(value: str) -> tuple[str, int] | None:
 
 
 class VGPUFamily(DeviceFamily):
+    on_every_node = True
     key = KEY
 
     def __init__(self, config: NvidiaConfig, rules: tuple[tuple[tuple[str, str], ...], ...] = ()) -> None:
@@ -253,6 +254,8 @@ class VGPUFamily(DeviceFamily):
         if any(quantity(alloc.get(r, 0)) <= 0 for r in NODE_RESOURCES):
             return None
         if ":" not in raw:
+            log.warning("malformed vGPU register annotation (no device segment): this node's vGPU devices "
+                        "are ignored", node=name, annotation=REGISTER, value=raw[:200])
             return None
         devices: list[GPUDevice] = []
         mode = HAMI_CORE
@@ -265,8 +268,11 @@ class VGPUFamily(DeviceFamily):
                 log.warning("malformed vGPU register annotation: this node's vGPU devices are ignored",
                             node=name, annotation=REGISTER, segment=seg)
                 return None
-            number = _uint(f[1])
-            memory = _uint(f[2])
+            number, memory = _uint(f[1]), _uint(f[2])
+            if not (f[1].strip().isdigit() and f[2].strip().isdigit()):
+                # Volcano ignores strconv's error and takes 0; say so, naming node and annotation
+                log.warning("vGPU register annotation: a count or memory that is not a whole number counts as 0",
+                            node=name, annotation=REGISTER, segment=seg)
             health = f[4].strip() in ("1", "t", "T", "TRUE", "true", "True")
             dev_mode = MIG if f[5] == MIG else HAMI_CORE
             template = None

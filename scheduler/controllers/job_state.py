@@ -544,6 +544,7 @@ class _StateMachine:
                     counts["terminating"] += 1
         status.update(counts)
         status["taskStatusCount"] = {t: {"phase": c} for t, c in task_counts.items()}
+        status["minAvailable"] = int(self.spec.get("minAvailable") or 0)  # syncJob: a copy of the spec's, each sync
 
     # -- Kill -------------------------------------------------------------------------------------
 

@@ -273,8 +273,6 @@ async def test_conflicting_writes_to_job_and_podgroup_are_reread_and_retried(kub
     assert alive(proc)
 
 
-@pytest.mark.xfail(reason="a Job's status.minAvailable is written at initiation only, never follows a scaled "
-                          "spec.minAvailable (Volcano's syncJob copies it on every sync)", strict=True)
 async def test_a_scaled_jobs_status_min_available_follows_its_spec(kube: Kube, vcsched: VcschedRunner):
     """Found by the conflict test above, without any conflict: Volcano's syncJob rebuilds the status with
     MinAvailable: job.Spec.MinAvailable on every sync (spec/jobs.md §2.5: "Copy of spec.minAvailable")."""

@@ -239,11 +239,11 @@ def test_more_vgpus_than_gpus(simulate):
 
 
 def test_malformed_register_annotation_leaves_other_nodes_alone(simulate):
-    """The bad node's vGPUs are ignored (decodeNodeDevices rejects the node, NewGPUDevices returns nil,
-    so NodeInfo.Others has no hamivgpu).  Volcano's predicate then skips that device kind on the node
-    ("assertion conversion failed, skip"): it does NOT fail the node, only generic resource fit applies.
-    With binpack weight 1 the good node scores floor(100 × 1000/40960 + 0.5) = 2 and the bad one 0, so
-    the pod goes to the good node; alone with the bad node it binds there with no device annotation."""
+    """The bad node's vGPUs are ignored (decodeNodeDevices rejects the node and NewGPUDevices returns a
+    nil *GPUDevices, which setNodeOthersResource stores in NodeInfo.Others all the same).  Volcano's
+    deviceshare predicate finds that nil device and, the pod asking for a vGPU, fails the node:
+    "node not initialized with device" + the kind, whatever the node's allocatable says.  So the pod
+    goes to the good node, and alone with the bad node it stays pending, never bound without devices."""
     bad = gpu_node("bad", TWO_A100, register="GPU-x,10,40960:")
     pod = vgpu_pod("p1", mem(1000), annotations={"volcano.sh/vgpu-use-gpuuuid": "GPU-b"})
     args = {"deviceshare.SchedulePolicy": "binpack", "deviceshare.ScheduleWeight": 1}
@@ -255,9 +255,9 @@ def test_malformed_register_annotation_leaves_other_nodes_alone(simulate):
     assert first_gpu(out, "p1") == "GPU-b"
     code, out = simulate(bad + pod, conf=conf(**args))
     assert code == 0
-    placed = out["pods"]["default/p1"]
-    assert placed["node"] == "bad" and placed["reason"] is None
-    assert not {"volcano.sh/vgpu-ids-new", "volcano.sh/devices-to-allocate", "volcano.sh/vgpu-node"} & set(placed["annotations"])
+    pending = out["pods"]["default/p1"]
+    assert pending["node"] is None
+    assert pending["reason"] == "0/1 nodes are unavailable: 1 node not initialized with devicehamivgpu."
 
 
 def test_bad_device_inputs_exit_2(simulate):
