@@ -320,7 +320,7 @@ class Controllers:
         self._locks: dict[str, asyncio.Lock] = {}
         self._jobs_seen: dict[str, tuple[Any, ...]] = {}  # job key → (uid, spec, phase)
         self._pods: dict[str, dict[str, Any]] = {}  # pod key → last seen manifest (job pods)
-        self._pg_seen: dict[str, tuple[str, str]] = {}  # PodGroup key → (queue, phase)
+        self._pg_seen: dict[str, tuple[str, str, str]] = {}  # PodGroup key → (uid, queue, phase)
         self._queue_parent: dict[str, str] = {}
         self._podgroup_slots = asyncio.Semaphore(self.options.podgroup_workers)
         self._queue_syncs: dict[str, asyncio.Task[None]] = {}  # queues with a syncQueue due (queue_changed)
@@ -395,22 +395,26 @@ class Controllers:
         pg = _plain(body)
         ns, name = _ns_name(pg)
         key = f"{ns}/{name}"
+        uid = pg["metadata"].get("uid") or ""
         queue = (pg.get("spec") or {}).get("queue") or "default"
         phase = (pg.get("status") or {}).get("phase") or ""
         old = self._pg_seen.get(key)
         job_ref = _controller_ref(pg, "Job")
         if type == "DELETED":
-            self._pg_seen.pop(key, None)
-            if old is not None:
-                self.queue_changed(old[0])
+            if old is not None and old[0] == uid:  # not a PodGroup made again under the name since
+                del self._pg_seen[key]
+                self.queue_changed(old[1])
             return
-        self._pg_seen[key] = (queue, phase)
-        if old != (queue, phase):
+        if old is not None and old[0] != uid:  # the name's earlier PodGroup: this one is new
+            self.queue_changed(old[1])
+            old = None
+        self._pg_seen[key] = (uid, queue, phase)
+        if old != (uid, queue, phase):
             self.queue_changed(queue)
-            if old is not None and old[0] != queue:
-                self.queue_changed(old[0])
+            if old is not None and old[1] != queue:
+                self.queue_changed(old[1])
         # Volcano's job controller watches PodGroups: a phase change is a request for the job
-        if job_ref is not None and old is not None and old[1] != phase:
+        if job_ref is not None and old is not None and old[2] != phase:
             await self.process(f"{ns}/{job_ref.get('name')}", js.request_for_podgroup_phase(phase))
 
     async def on_queue(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:

@@ -7,7 +7,8 @@ for an object of the initial list, ``ADDED``, ``MODIFIED`` or ``DELETED``, and `
 
 - No handler runs before every informer of the set has its initial list (Volcano's WaitForCacheSync):
   a handler reads the other kinds' listers.
-- One object's events are handled in order, one at a time; different objects concurrently.
+- One object's events (one name's: a deleted object and the one made again under its name) are
+  handled in order, one at a time; different names concurrently.
 - The index holds an event before any handler sees it, so a handler reads a lister at least as new
   as the event it handles.
 
@@ -71,7 +72,9 @@ class InformerSet:
 
     def dispatch(self, plural: str, type_: str | None, obj: dict[str, Any], lister: Any | None,
                  handler: Handler | None) -> None:
-        key = (plural, (obj.get("metadata") or {}).get("uid") or object_key(obj))
+        # by namespace/name, as client-go's work queues: an object deleted and made again under its
+        # name is handled in that order (its DELETED never after the new one's ADDED)
+        key = (plural, object_key(obj))
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()

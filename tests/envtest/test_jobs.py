@@ -127,10 +127,6 @@ async def _gone(kube: Kube, path: str) -> bool:
     return await kube.get(path) is None
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "intermittent product bug (about 1 run in 3 here): when the scheduler writes the PodGroup phase Unknown "
-    "between the pod's failure and the controller's kill, the job stays Restarting for good: its PodGroup is made "
-    "again and goes Inqueue, but no pod is ever made again (not strict: it passes when the race does not happen)"))
 async def test_a_failed_pod_restarts_the_job(kube: Kube, vcsched: VcschedRunner):
     await kube.node("n0")
     await start(kube, vcsched)
