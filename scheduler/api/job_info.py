@@ -39,10 +39,12 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
     def clone(self) -> "PodGroup":
+        """A copy whose status a session may change.  The spec's maps are shared (no session writes
+        them), and so are the condition dicts: a session replaces a condition, never edits one."""
         return PodGroup(
             self.name, self.namespace, self.uid, self.creation_timestamp, self.min_member,
-            dict(self.min_task_member), self.queue, self.priority_class_name, self.min_resources,
-            dict(self.annotations), dict(self.labels), self.phase, [dict(c) for c in self.conditions],
+            self.min_task_member, self.queue, self.priority_class_name, self.min_resources,
+            self.annotations, self.labels, self.phase, list(self.conditions),
             self.running, self.succeeded, self.failed,
         )
 

@@ -83,7 +83,7 @@ class ControllerOptions:
     inherit_owner_annotations: bool = True  # Volcano's --inherit-owner-annotations
     # PodGroups of bare pods made at once (Volcano's --worker-threads-for-podgroup): a backlog of new
     # pods then leaves the client's connections free for the queue, job and command work beside it
-    podgroup_workers: int = 16
+    podgroup_workers: int = 64
 
 
 @dataclass(slots=True)
@@ -372,18 +372,19 @@ class Controllers:
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         job_key = f"{ns}/{annotations[JOB_NAME_KEY]}" if job_ref and annotations.get(JOB_NAME_KEY) else None
         old = self._pods.get(key)
-        if job_key is None and type != "DELETED" and not (old is None and type in (None, "ADDED")):
-            return  # a bare pod's later events: nothing to do (no copy of each)
+        if job_key is None:
+            # a bare pod: its PodGroup when first seen (read, not kept: no copy); later events ask nothing
+            if type == "DELETED":
+                self._pods.pop(key, None)
+            elif old is None and type in (None, "ADDED"):
+                await self.podgroup_for_bare_pod(body)
+            return
         pod = _plain(body)
         if type == "DELETED":
             self._pods.pop(key, None)
-            if job_key:  # a pod the controller never saw is OutOfSync, as in Volcano's deletePod
-                await self.process(job_key, js.request_for_pod_delete(pod) if old is not None
-                                   else js.Request(event=js.OUT_OF_SYNC))
-            return
-        if job_key is None:
-            if old is None and type in (None, "ADDED"):
-                await self.podgroup_for_bare_pod(pod)
+            # a pod the controller never saw is OutOfSync, as in Volcano's deletePod
+            await self.process(job_key, js.request_for_pod_delete(pod) if old is not None
+                               else js.Request(event=js.OUT_OF_SYNC))
             return
         self._pods[key] = pod
         if old is None or old["metadata"].get("uid") != pod["metadata"].get("uid"):
@@ -811,7 +812,7 @@ class Controllers:
                 await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
         return None
 
-    async def podgroup_for_bare_pod(self, pod: dict[str, Any]) -> None:
+    async def podgroup_for_bare_pod(self, pod: Mapping[str, Any]) -> None:
         """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
         if not needs_podgroup(pod, self.options.scheduler_names):
             return
