@@ -5,11 +5,12 @@ tokens with refresh and exec plugins, and its aiohttp connection pool.  We call
 it at its generic layer (``param_serialize`` + ``call_api``) with
 ``_preload_content=False`` and keep plain JSON dicts: the cache consumes
 manifests, not generated models, and a Binding answers with a Status anyway.
+Responses and watch events are decoded with orjson: decoding every pod's events
+was a sixth of the event loop's time with the standard library's json.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import urllib.parse
 import urllib.request
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes.aio import client as kclient
 from kubernetes.aio import config as kconfig
 
@@ -152,7 +154,7 @@ class KubeClient:
         finally:
             resp.release()
         try:
-            doc = json.loads(raw) if raw else {}
+            doc = orjson.loads(raw) if raw else {}
         except ValueError:
             doc = {}
         if resp.status >= 300:
@@ -190,7 +192,7 @@ class KubeClient:
             if resp.status >= 300:
                 raw = await resp.read()
                 try:
-                    doc = json.loads(raw)
+                    doc = orjson.loads(raw)
                 except ValueError:
                     doc = {}
                 raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
@@ -203,6 +205,6 @@ class KubeClient:
                     return
                 line = line.strip()
                 if line:
-                    yield json.loads(line)
+                    yield orjson.loads(line)
         finally:
             resp.release()

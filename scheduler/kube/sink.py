@@ -196,44 +196,47 @@ class EventRecorder:
 
 
 class Writes:
-    """Writes in the background, at most ``workers`` at once and one at a time per object.
+    """Writes in the background, at most ``workers`` at once, one at a time per object, and only the
+    latest asked for: what the API must hold in the end.
 
-    A write asked for while the same object's previous one is in flight waits for it; a newer one
-    replaces a waiting one (what the API must hold in the end is the latest), and one equal to the
-    write in flight is dropped.  A session therefore never waits for the status writes of the one
-    before it, and a slow API server never makes the same write pile up.
+    A write asked for while the object waits for a slot replaces the one waiting (a PodGroup that
+    went Inqueue and then Running before its turn came is written once, Running); one asked for
+    while the object's write is in flight goes after it, unless it is the same write.  A session
+    therefore never waits for the status writes of the one before it, and the busier the API
+    server, the fewer writes it is sent.
     """
 
     def __init__(self, workers: int) -> None:
         self._slots = asyncio.Semaphore(workers)
-        self._in_flight: dict[Any, Effect] = {}
-        self._waiting: dict[Any, Effect] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._next: dict[Any, Effect] = {}  # object → the latest write asked for, not sent yet
+        self._sent: dict[Any, Effect] = {}  # object → its write in flight
+        self._tasks: dict[Any, asyncio.Task[None]] = {}  # object → the task that writes it
 
     def submit(self, key: Any, effect: Effect, write: Callable[[Effect], Awaitable[None]]) -> None:
-        if key in self._in_flight:
-            if self._in_flight[key] == effect:
-                self._waiting.pop(key, None)
-            else:
-                self._waiting[key] = effect
+        if self._sent.get(key) == effect:
+            self._next.pop(key, None)
             return
-        self._in_flight[key] = effect
-        task = asyncio.create_task(self._run(key, effect, write))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._next[key] = effect
+        if key not in self._tasks:
+            self._tasks[key] = asyncio.create_task(self._run(key, write))
 
-    async def _run(self, key: Any, effect: Effect, write: Callable[[Effect], Awaitable[None]]) -> None:
+    async def _run(self, key: Any, write: Callable[[Effect], Awaitable[None]]) -> None:
         try:
-            async with self._slots:
-                await write(effect)
+            while key in self._next:
+                async with self._slots:
+                    effect = self._next.pop(key, None)
+                    if effect is None:
+                        break
+                    self._sent[key] = effect
+                    try:
+                        await write(effect)
+                    finally:
+                        del self._sent[key]
         finally:
-            del self._in_flight[key]
-            waiting = self._waiting.pop(key, None)
-            if waiting is not None:
-                self.submit(key, waiting, write)
+            del self._tasks[key]
 
     def __len__(self) -> int:
-        return len(self._in_flight) + len(self._waiting)
+        return len(self._next) + len(self._sent)
 
     async def drain(self, deadline: float | None) -> bool:
         """Wait for every write, those that wait their turn included, until the loop time ``deadline``."""
@@ -242,14 +245,15 @@ class Writes:
             left = None if deadline is None else deadline - loop.time()
             if left is not None and left <= 0:
                 return False
-            await asyncio.wait(list(self._tasks), timeout=left)
+            await asyncio.wait(list(self._tasks.values()), timeout=left)
         return True
 
     async def cancel(self) -> None:
-        self._waiting.clear()
-        for t in list(self._tasks):
+        self._next.clear()
+        tasks = list(self._tasks.values())
+        for t in tasks:
             t.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _object_key(e: Effect) -> tuple[str, ...]:

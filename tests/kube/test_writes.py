@@ -1,0 +1,105 @@
+"""The sink's background writes (``Writes``): one at a time per object, only the latest, never waited for."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from vcsched.framework.effects import QueueStatus
+from vcsched.kube.sink import Writes
+
+pytestmark = pytest.mark.asyncio
+
+
+class Recorder:
+    """A write that records what it was given and waits, each time, until the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.started: list[QueueStatus] = []
+        self.gates: list[asyncio.Event] = []
+
+    async def __call__(self, e: QueueStatus) -> None:
+        gate = asyncio.Event()
+        self.started.append(e)
+        self.gates.append(gate)
+        await gate.wait()
+
+    def finish_all(self) -> None:
+        for g in self.gates:
+            g.set()
+
+
+def q(name: str, cpu: str) -> QueueStatus:
+    return QueueStatus(name, {"cpu": cpu})
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_write_waiting_for_a_slot_is_replaced_by_a_newer_one():
+    writes, write = Writes(workers=1), Recorder()
+    writes.submit(("Queue", "a"), q("a", "1"), write)  # takes the only slot
+    writes.submit(("Queue", "b"), q("b", "1"), write)  # waits
+    writes.submit(("Queue", "b"), q("b", "2"), write)  # replaces it
+    await settle()
+    assert write.started == [q("a", "1")]
+    write.finish_all()
+    await settle()
+    write.finish_all()
+    assert await writes.drain(None)
+    assert write.started == [q("a", "1"), q("b", "2")] and len(writes) == 0
+
+
+async def test_one_write_at_a_time_per_object_and_the_same_write_is_not_sent_twice():
+    writes, write = Writes(workers=4), Recorder()
+    key = ("Queue", "a")
+    writes.submit(key, q("a", "1"), write)
+    await settle()
+    writes.submit(key, q("a", "1"), write)  # the write in flight: dropped
+    writes.submit(key, q("a", "2"), write)  # after it
+    writes.submit(key, q("a", "3"), write)  # replaces the one after it
+    await settle()
+    assert write.started == [q("a", "1")] and len(writes) == 2
+    write.finish_all()
+    await settle()
+    assert write.started == [q("a", "1"), q("a", "3")]
+    writes.submit(key, q("a", "3"), write)  # in flight again: dropped
+    write.finish_all()
+    assert await writes.drain(None)
+    assert write.started == [q("a", "1"), q("a", "3")]
+
+
+async def test_drain_gives_up_at_its_deadline_and_cancel_drops_what_waits():
+    writes, write = Writes(workers=1), Recorder()
+    writes.submit(("Queue", "a"), q("a", "1"), write)
+    writes.submit(("Queue", "b"), q("b", "1"), write)
+    loop = asyncio.get_running_loop()
+    assert not await writes.drain(loop.time() + 0.05)
+    await writes.cancel()
+    assert len(writes) == 0 and write.started == [q("a", "1")]
+
+
+async def test_events_are_written_in_the_background_and_an_object_gets_a_burst_then_no_more(api):
+    """client-go's recorder: emit never waits; its spam filter lets 25 events of one object through,
+    then one per 5 minutes; another object has its own burst."""
+    from vcsched.kube.sink import SPAM_BURST, EventRecorder
+
+    from .conftest import client_for
+
+    client = client_for(api)
+    events = EventRecorder(client, "volcano")
+    try:
+        for i in range(SPAM_BURST + 5):
+            events.emit("Pod", "ns", "p", "u1", "Warning", "FailedScheduling", f"attempt {i}")
+        events.emit("Pod", "ns", "q", "u2", "Normal", "Scheduled", "Successfully assigned ns/q to n0")
+        assert await events.flush(10)
+        written = api.all("", "events")
+        assert len([e for e in written if e["involvedObject"]["name"] == "p"]) == SPAM_BURST
+        assert [e["reason"] for e in written if e["involvedObject"]["name"] == "q"] == ["Scheduled"]
+        assert events.filtered == 5
+    finally:
+        await events.close()
+        await client.close()
