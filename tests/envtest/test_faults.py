@@ -11,6 +11,7 @@ where the test can tell (its own counters, apiserver_request_total).
 
 from __future__ import annotations
 
+import asyncio
 import signal
 
 import pytest
@@ -27,8 +28,10 @@ async def _kill_mid_backlog(kube: Kube, proc, total: int, at_least: int) -> int:
     """SIGKILL ``proc`` once at least ``at_least`` pods are bound; how many were bound when it died."""
     await kube.eventually(lambda: _at_least(kube, at_least), f"{at_least} pods bound before the kill",
                           timeout=300)
-    proc.kill(signal.SIGKILL)
+    proc.proc.send_signal(signal.SIGSTOP)  # frozen: no new Binding goes out; those on the wire land
+    await asyncio.sleep(1)
     bound = await bound_count(kube)
+    proc.kill(signal.SIGKILL)
     assert 0 < bound < total, f"the kill was not mid-backlog: {bound} of {total} bound"
     return bound
 
@@ -68,8 +71,12 @@ async def test_sigkill_mid_backlog_restarted_binds_everything_once(kube: Kube, v
 
 async def test_sigkill_mid_backlog_rebuilds_the_gpu_ledger_from_bound_pods(kube: Kube, vcsched: VcschedRunner):
     """The vGPU variant: 10 nodes with 2 GPUs each (40960 MiB, split 10); pods of 10240 MiB, so exactly four
-    per GPU; 80 that fit and 8 more.  Killed mid-backlog and restarted, the scheduler must take each
-    GPU's use from the bound pods' volcano.sh/vgpu-ids-new annotations: no GPU over its memory."""
+    per GPU; 80 that fit and 8 more.  Killed with a backlog and restarted, the scheduler must take each
+    GPU's use from the bound pods' volcano.sh/vgpu-ids-new annotations: no GPU over its memory.
+
+    A vGPU backlog this size is bound in one session, too fast to kill in its middle for sure; so the
+    first scheduler binds a first wave, is frozen (SIGSTOP: it binds nothing more), gets the rest of the
+    backlog it will never place, and is SIGKILLed."""
     await kube.create(conf_map(VGPU_CONF))
     nodes, gpus_per_node = 10, 2
     for i in range(nodes):
@@ -77,9 +84,16 @@ async def test_sigkill_mid_backlog_rebuilds_the_gpu_ledger_from_bound_pods(kube:
     per_gpu = GPU_MIB // 10240
     assert per_gpu * 25 <= 100 and per_gpu <= SPLIT
     total, extra = nodes * gpus_per_node * per_gpu, 8
-    await create_all(kube, [vgpu_pod(f"v{i:03}", 10240, cores=25) for i in range(total + extra)])
+    pods = [vgpu_pod(f"v{i:03}", 10240, cores=25) for i in range(total + extra)]
+    wave = total // 3
+    await create_all(kube, pods[:wave])
     first = vcsched.start()
-    at_kill = await _kill_mid_backlog(kube, first, total, at_least=total // 6)
+    await kube.eventually(lambda: _at_least(kube, wave), "the first wave bound")
+    first.proc.send_signal(signal.SIGSTOP)
+    await create_all(kube, pods[wave:])
+    first.kill(signal.SIGKILL)
+    at_kill = await bound_count(kube)
+    assert at_kill == wave
     second = vcsched.start()
     led = await nothing_lost(kube, expect_bound=total, timeout=600)
     await more_sessions(kube, second, 5)

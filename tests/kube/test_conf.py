@@ -20,38 +20,6 @@ ENQUEUE_ONLY = ALLOCATE.replace('"enqueue, allocate"', '"enqueue"')
 
 
 @pytest.mark.asyncio
-async def test_configmap_edit_takes_effect_and_a_broken_edit_is_refused(api, start):
-    cluster(api)
-    api.put(conf_map(ENQUEUE_ONLY))
-    api.put(podgroup("pg1"))
-    api.put(pod("p1", "pg1"))
-    rt = await start()
-    await eventually(lambda: rt.sessions >= 3, "a few sessions")
-    assert rt.scheduler.conf.actions == ["enqueue"]
-    assert not api.bindings  # enqueue alone binds nothing
-    # a broken edit: refused, an Event on the ConfigMap, the last good conf stays
-    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
-               {"data": {"volcano-scheduler.conf": "actions: [oops"}})
-    await eventually(lambda: rt.conf_source.refused == 1, "broken conf refused")
-    assert rt.scheduler.conf.actions == ["enqueue"]
-    await eventually(lambda: any(e["reason"] == "InvalidSchedulerConf" for e in api.all("", "events")), "event")
-    ev = next(e for e in api.all("", "events") if e["reason"] == "InvalidSchedulerConf")
-    assert ev["involvedObject"]["kind"] == "ConfigMap" and ev["type"] == "Warning"
-    assert ev["involvedObject"]["name"] == "volcano-scheduler-configmap"
-    assert "data[volcano-scheduler.conf]" in ev["message"]
-    # an unknown action is refused too, naming the field
-    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
-               {"data": {"volcano-scheduler.conf": 'actions: "enqueue, teleport"'}})
-    await eventually(lambda: rt.conf_source.refused == 2, "unknown action refused")
-    assert rt.scheduler.conf.actions == ["enqueue"]
-    # a good edit: takes effect without a restart, the pod gets bound
-    api.update("", "configmaps", "volcano-system", "volcano-scheduler-configmap",
-               {"data": {"volcano-scheduler.conf": ALLOCATE}})
-    await eventually(lambda: api.bindings, "pod bound after the reload")
-    assert rt.scheduler.conf.actions == ["enqueue", "allocate"]
-
-
-@pytest.mark.asyncio
 async def test_scheduler_conf_file_overrides_the_configmap(api, start, tmp_path):
     cluster(api)
     api.put(conf_map(ALLOCATE))

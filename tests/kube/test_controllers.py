@@ -258,32 +258,6 @@ async def test_commands_abort_and_resume_a_job_and_are_deleted_first(env):
 
 
 @pytest.mark.asyncio
-async def test_queue_close_is_closing_until_its_podgroups_go_then_closed_and_open_again(env):
-    api, ctl, feed = env
-    api.put(queue("q1"))
-    api.update(SCHED, "queues", "", "q1", {"status": {"state": None}})
-    await feed()
-    q = api.get(SCHED, "queues", "", "q1")
-    assert q["status"]["state"] == "Open" and q["spec"]["parent"] == "root"
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg1", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "q1"}})
-    api.put(command("close", "CloseQueue", "Queue", "q1"))
-    await feed()
-    assert api.all(BUS, "commands") == []
-    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closing"
-    assert ("Normal", "CloseQueue", "Close queue succeed") in events(api)
-    api.remove(SCHED, "podgroups", "ns", "pg1")
-    await feed()
-    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Closed"
-    api.put(command("open", "OpenQueue", "Queue", "q1"))
-    await feed()
-    assert api.get(SCHED, "queues", "", "q1")["status"]["state"] == "Open"
-    state_writes = [r for r in api.requests if r.resource and r.resource.plural == "queues" and
-                    r.method.value == "PATCH" and "state" in str(r.data)]
-    assert state_writes and all(r.subresource == "status" for r in state_writes)
-
-
-@pytest.mark.asyncio
 async def test_ttl_deletes_a_finished_job(env):
     api, ctl, feed = env
     created = api.put(job(ttlSecondsAfterFinished=0))
@@ -298,26 +272,6 @@ async def test_ttl_deletes_a_finished_job(env):
     assert deletes[0].data["preconditions"]["uid"] == created["metadata"]["uid"]
     assert deletes[0].data["propagationPolicy"] == "Foreground"
     assert api.get(BATCH, "jobs", "ns", "keep") is not None
-
-
-@pytest.mark.asyncio
-async def test_a_bare_pod_gets_podgroup_uid_with_an_owner_reference(env):
-    api, ctl, feed = env
-    p = api.put({"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": "p", "namespace": "ns", "annotations": {"scheduling.volcano.sh/queue-name": "q1"}},
-                 "spec": {"schedulerName": "volcano", "containers": [
-                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}})
-    api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other", "namespace": "ns"},
-             "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c", "image": "x"}]}})
-    await feed()
-    uid = p["metadata"]["uid"]
-    pg = api.get(SCHED, "podgroups", "ns", f"podgroup-{uid}")
-    assert pg["spec"]["minMember"] == 1 and pg["spec"]["queue"] == "q1"
-    assert pg["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid,
-                                                   "controller": True}]
-    assert api.get("", "pods", "ns", "p")["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == \
-        f"podgroup-{uid}"
-    assert len(api.all(SCHED, "podgroups")) == 1
 
 
 async def run(api: ApiServer, body, watch_timeout: float = 300.0, controllers: type[Controllers] = Controllers):

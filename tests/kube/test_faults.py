@@ -105,38 +105,3 @@ async def test_a_dropped_watch_resumes_without_losing_or_replaying(api, start):
     resumed = [r for r in api.requests if r.params.get("watch") == "true" and r.resource.plural == "pods"]
     assert all(r.params.get("resourceVersion") for r in resumed)
 
-
-async def test_410_gone_relists_and_deletes_what_vanished(api, start):
-    cluster(api, nodes=2)
-    api.put(podgroup("pg1"))
-    rt = await start()
-    await eventually(lambda: rt.synced.is_set(), "synced")
-    # the history is compacted while the watches are down: resuming gets 410, the reflectors relist
-    api.fail(lambda r: r.params.get("watch") == "true", status=503, times=6)
-    api.drop_watches()
-    api.remove("", "nodes", "", "n1")
-    api.compact()
-    # the relist deletes n1, whose DELETED event was lost
-    await eventually(lambda: set(rt.cache.nodes) == {"n0"}, "n1 gone after the relist")
-    # (a pod created during the outage could race the nodes' relist and bind to n1 first)
-    api.put(pod("p1", "pg1"))
-    await eventually(lambda: api.bindings, "p1 bound after the relist")
-    assert api.bindings == [("default", "p1", "n0")]
-    node_lists = [r for r in api.requests if r.resource is not None and r.resource.plural == "nodes"
-                  and r.method.value == "GET" and r.params.get("watch") is None]
-    assert len(node_lists) == 2
-
-
-async def test_restart_rebuilds_the_cache_from_bound_pods_annotations(api, start):
-    cluster(api, nodes=1)
-    api.put(podgroup("pg1"))
-    ann = {"volcano.sh/vgpu-ids-new": "GPU-0,NVIDIA,1024,30:;"}
-    p = api.put(pod("p0", "pg1", cpu="3", annotations=ann, node_name="n0"))
-    api.put(pod("p1", "pg1", cpu="2"))
-    rt = await start()
-    await eventually(lambda: rt.sessions >= 3, "sessions")
-    # n0 has 4 cpu, 3 used by the bound pod known from the list: p1 cannot fit
-    assert not api.bindings
-    task = rt.cache.tasks[p["metadata"]["uid"]]
-    assert task.node_name == "n0" and task.pod["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == ann[
-        "volcano.sh/vgpu-ids-new"]

@@ -196,19 +196,3 @@ async def test_the_schedulers_relist_drops_a_pod_made_again_under_its_name_durin
     api.put(sched_pod("p1", "pg1", cpu="3"))
     await eventually(lambda: sorted(b[1] for b in api.bindings) == ["p0", "p1"], "both bound on n0")
 
-
-async def test_the_schedulers_relist_deletes_what_vanished_and_keeps_the_rest(api, start):
-    cluster(api, nodes=1)
-    api.put(podgroup("pg1"))
-    api.put(podgroup("pg2"))
-    kept = api.put(sched_pod("p0", "pg1", node_name="n0"))
-    gone = api.put(sched_pod("p1", "pg2", node_name="n0"))
-    rt = await start()
-    await eventually(lambda: rt.synced.is_set() and len(rt.cache.tasks) == 2, "synced")
-    api.drop_watches()
-    api.remove("", "pods", "default", "p1")
-    api.remove(SCHED, "podgroups", "default", "pg2")
-    api.compact()
-    await eventually(lambda: gone["metadata"]["uid"] not in rt.cache.tasks, "p1 gone after the relist")
-    await eventually(lambda: "default/pg2" not in rt.cache.jobs, "pg2 gone after the relist")
-    assert kept["metadata"]["uid"] in rt.cache.tasks and "default/pg1" in rt.cache.jobs
