@@ -41,7 +41,8 @@ def run_command(args: Any) -> int:
     """``vcsched run``: exit 0 on SIGTERM/SIGINT, 1 when leadership is lost or the root/default queue
     cannot be created, 2 on bad flags or conf."""
     from ..framework.session import NodesToFind
-    from .controllers import ControllerOptions, parse_components
+    from .components import parse_components
+    from .controllers import ControllerOptions
     from .runtime import RunOptions, parse_duration, parse_listen
 
     try:
@@ -68,7 +69,7 @@ def run_command(args: Any) -> int:
         except Exception as e:  # the client's ConfigException, or a missing/bad file
             print(f"vcsched run: no usable cluster configuration: {e}", file=sys.stderr)
             return 2
-        from .controllers import run_components
+        from .components import run_components
         from .leader import LeaderElector
 
         client = KubeClient(cfg)

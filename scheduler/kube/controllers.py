@@ -28,7 +28,7 @@ import secrets
 import string
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -44,7 +44,7 @@ from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_pod
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
-from .informer import InformerSet
+from .lister import Lister, _pod_index, _queue_of_podgroup
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
@@ -59,18 +59,7 @@ _OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SET
                                               ("apps", "StatefulSet"): STATEFUL_SETS, ("batch", "Job"): BATCH_JOBS}
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
-COMPONENTS = ("scheduler", "controllers")
 QUEUE_SYNC_DELAY = 0.5  # seconds a queue's PodGroup changes gather before one syncQueue (each counts them all)
-
-
-def parse_components(text: str) -> tuple[str, ...]:
-    """``--components scheduler,controllers``: a non-empty subset of COMPONENTS, else ValueError."""
-    names = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    unknown = [n for n in names if n not in COMPONENTS]
-    if not names or unknown:
-        raise ValueError(f"--components: invalid value {text!r}: expected a comma-separated list of "
-                         f"{', '.join(COMPONENTS)}" + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
-    return names
 
 
 @dataclass(slots=True)
@@ -130,174 +119,6 @@ def _pod_state(pod: Mapping[str, Any]) -> tuple:
                    for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []))
     return (status.get("phase"), bool(meta.get("deletionTimestamp")),
             (meta.get("annotations") or {}).get(OUT_OF_SYNC_KEY), restarts)
-
-
-def _resource_version(obj: Mapping[str, Any]) -> int | None:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion"))
-    except (TypeError, ValueError):
-        return None
-
-
-Key = tuple[Any, ...]
-
-
-class Lister:
-    """One kind as the controllers read it (Volcano's lister): an in-memory index (``index``: key → the
-    objects filed under it, what ``index_keys`` gives plus ``(namespace, name)``), kept by the kind's
-    informer (scheduler/kube/informer.py), and the objects our own writes returned that the index has
-    not caught up with yet (``observe``, ``deleted``): the next request does not act on an older view
-    than the one we wrote.  An entry of ours goes once the handlers see that resourceVersion or the
-    deletion (``seen``).  An object we deleted before its watch event came may show again until its
-    DELETED event, as with Volcano's informers."""
-
-    def __init__(self, name: str, index_keys: Callable[[Mapping[str, Any]], Iterable[Key]] | None = None) -> None:
-        self.name = name
-        self.index: dict[Key, dict[Any, dict[str, Any]]] = {}
-        self._filed: dict[Any, list[Key]] = {}  # object → the index keys it is filed under
-        self._extra = index_keys
-        self._written: dict[tuple[str | None, str], dict[str, Any]] = {}
-        self._written_at: dict[Key, set[tuple[str | None, str]]] = {}  # index key → our writes filed there
-        self._gone: dict[tuple[str | None, str], str | None] = {}  # deleted by us → its uid
-
-    def keys(self, obj: Mapping[str, Any]) -> list[Key]:
-        meta = obj.get("metadata") or {}
-        return [(meta.get("namespace"), meta.get("name") or ""), *(self._extra(obj) if self._extra else ())]
-
-    def index_object(self, obj: dict[str, Any]) -> None:
-        """The informer's add or update: ``obj`` filed under its keys (and no longer under its old ones)."""
-        ident = _identity(obj)
-        self.unindex_object(obj)
-        keys = self.keys(obj)
-        for k in keys:
-            self.index.setdefault(k, {})[ident] = obj
-        self._filed[ident] = keys
-
-    def unindex_object(self, obj: Mapping[str, Any]) -> None:
-        ident = _identity(obj)
-        for k in self._filed.pop(ident, ()):
-            filed = self.index.get(k)
-            if filed is not None:
-                filed.pop(ident, None)
-                if not filed:
-                    del self.index[k]
-
-    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
-        """The handlers get an event the index holds: our entries for that object it has caught up with go."""
-        key = _ns_name_raw(obj)
-        uid = (obj.get("metadata") or {}).get("uid")
-        mine = self._written.get(key)
-        if type_ == "DELETED":
-            if mine is not None and (mine.get("metadata") or {}).get("uid") == uid:
-                self._unwrite(key)
-            if self._gone.get(key) == uid:
-                del self._gone[key]
-        elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
-            self._unwrite(key)
-        return True
-
-    def _write(self, key: tuple[str | None, str], obj: dict[str, Any]) -> None:
-        self._unwrite(key)
-        self._written[key] = obj
-        for k in self.keys(obj):
-            self._written_at.setdefault(k, set()).add(key)
-
-    def _unwrite(self, key: tuple[str | None, str]) -> None:
-        old = self._written.pop(key, None)
-        if old is None:
-            return
-        for k in self.keys(old):
-            filed = self._written_at.get(k)
-            if filed is not None:
-                filed.discard(key)
-                if not filed:
-                    del self._written_at[k]
-
-    def indexed(self, key: Key) -> list[dict[str, Any]]:
-        found: dict[tuple[str | None, str], dict[str, Any]] = {}
-        for obj in self.index.get(key, {}).values():
-            found[_ns_name_raw(obj)] = obj
-        # our writes filed under ``key``, and those of the objects found there (a write may move one out)
-        mine_here = self._written_at.get(key, ()) if self._written else ()
-        moved = [k for k in found if k in self._written] if self._written else ()
-        for k in sorted({*mine_here, *moved}, key=lambda k: (k[0] or "", k[1])):
-            mine = self._written[k]
-            old = found.get(k)
-            if old is not None and (_resource_version(old) or 0) >= (_resource_version(mine) or 0):
-                continue  # the index has caught up
-            if key in self.keys(mine):
-                found[k] = mine
-            elif old is not None:
-                del found[k]  # our write moved it out of this key
-        for k, uid in list(self._gone.items()):
-            obj = found.get(k)
-            if obj is not None and (obj.get("metadata") or {}).get("uid") == uid:
-                del found[k]
-            elif not any(True for _ in self.index.get(k, ())):
-                del self._gone[k]  # the watch brought the deletion
-        return list(found.values())
-
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return next(iter(self.indexed((namespace if namespace else None, name))), None)
-
-    def count(self, key: Key) -> int:
-        return len(self.indexed(key))
-
-    @property
-    def objects(self) -> dict[str, dict[str, Any]]:
-        """A cluster-scoped kind's objects by name."""
-        names = {k[1] for k in self.index if len(k) == 2 and k[0] is None} | {k[1] for k in self._written}
-        return {n: o for n in names if (o := self.get(None, n)) is not None}
-
-    def observe(self, obj: Mapping[str, Any] | None) -> None:
-        """An object as one of our writes returned it: readable at once (its watch event follows)."""
-        if obj and (obj.get("metadata") or {}).get("name") and _resource_version(obj) is not None:
-            key = _ns_name_raw(obj)
-            self._gone.pop(key, None)
-            held = self.get(*key)
-            if held is None or (_resource_version(obj) or 0) >= (_resource_version(held) or 0):
-                self._write(key, dict(obj))
-
-    def deleted(self, namespace: str | None, name: str, answer: Mapping[str, Any] | None) -> None:
-        """Our DELETE succeeded (or found nothing): gone, unless the answer shows the object still there,
-        terminating (a pod's graceful deletion); the watch's DELETED event follows."""
-        meta = (answer or {}).get("metadata") or {}
-        if meta.get("deletionTimestamp") and meta.get("name") == name:
-            self.observe(answer)
-            return
-        key = (namespace if namespace else None, name)
-        held = self.get(*key)
-        self._unwrite(key)
-        if held is not None:
-            self._gone[key] = (held.get("metadata") or {}).get("uid")
-
-
-def _identity(obj: Mapping[str, Any]) -> Any:
-    """An object's identity in an index: its uid (namespace and name for an object without one)."""
-    meta = obj.get("metadata") or {}
-    return meta.get("uid") or (meta.get("namespace"), meta.get("name"))
-
-
-def _ns_name_raw(obj: Mapping[str, Any]) -> tuple[str | None, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace"), meta.get("name") or ""
-
-
-def _queue_of_podgroup(pg: Mapping[str, Any]) -> list[Key]:
-    return [("queue", (pg.get("spec") or {}).get("queue") or "default")]
-
-
-def _pod_index(pod: Mapping[str, Any]) -> list[Key]:
-    """``("job", ns, name)`` (the job-name label) and ``("owner", uid)`` (the controlling owner)."""
-    meta = pod.get("metadata") or {}
-    out: list[Key] = []
-    name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
-    if name:
-        out.append(("job", meta.get("namespace") or "default", name))
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("uid"):
-            out.append(("owner", ref["uid"]))
-    return out
 
 
 class Controllers:
@@ -956,126 +777,3 @@ class Controllers:
                 await self.event(queue, type_, reason, message)
             follow = out.requests
         return follow
-
-
-# -- start-up -------------------------------------------------------------------------------------
-
-
-# (group, version, plural) → the Lister that indexes it (None: none) and its handler (None: none)
-WATCHED: tuple[tuple[str, str, str, str | None, str | None], ...] = (
-    ("scheduling.volcano.sh", "v1beta1", "queues", "queues", "on_queue"),
-    ("scheduling.volcano.sh", "v1beta1", "podgroups", "podgroups", "on_podgroup"),
-    ("batch.volcano.sh", "v1alpha1", "jobs", "jobs", "on_job"),
-    ("", "v1", "pods", "pods", "on_pod"),
-    ("bus.volcano.sh", "v1alpha1", "commands", None, "on_command"),
-    ("apps", "v1", "replicasets", "replicasets", "on_workload"),
-    ("apps", "v1", "statefulsets", "statefulsets", "on_workload"),
-    ("scheduling.k8s.io", "v1", "priorityclasses", "priorityclasses", None),
-)
-
-
-def build_informers(ctl: Controllers, client: KubeClient, watch_timeout: float = 300.0) -> InformerSet:
-    """An informer per WATCHED kind, all namespaces: its Lister's index, then its handler."""
-    informers = InformerSet(client, watch_timeout=watch_timeout)
-    listers = {lister.name: lister for lister in ctl.listers}
-    for group, version, plural, index, handler in WATCHED:
-        informers.add(Kind(group, version, plural, namespaced=False), listers.get(index or ""),
-                      getattr(ctl, handler) if handler else None)
-    return informers
-
-
-async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
-                          ready: asyncio.Event | None = None, ctl: Controllers | None = None,
-                          watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
-    """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: set once every
-    informer has its initial list and the handlers run)."""
-    ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
-    informers = build_informers(ctl, client, watch_timeout)
-    running = asyncio.ensure_future(informers.run())
-    stopping = asyncio.ensure_future(stop.wait())
-    synced = asyncio.ensure_future(informers.synced.wait())
-    try:
-        if ready is not None:
-            await asyncio.wait([synced, stopping, running], return_when=asyncio.FIRST_COMPLETED)
-            if informers.synced.is_set():
-                ready.set()
-        await asyncio.wait([stopping, running], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in (running, stopping, synced):
-            t.cancel()
-        await asyncio.gather(running, stopping, synced, return_exceptions=True)
-        await ctl.close()
-
-
-async def run_components(client: KubeClient, controller_client: KubeClient | None, runtime: Any | None,
-                         stop: asyncio.Event, options: ControllerOptions | None = None,
-                         elector: Any | None = None, listen: str | None = None) -> int:
-    """``vcsched run``: the scheduler ``runtime`` (None: not run) and, with a ``controller_client``, the
-    controllers, in this event loop. Exit code as the Runtime's: 0 on stop, 1 when leadership is lost.
-
-    With leader election the controllers run only while this replica leads: the scheduler's elector
-    when the scheduler runs, else ``elector`` (a LeaderElector of the controllers' own Lease).
-    The controllers' metrics go on the scheduler's /metrics; run alone, they get their own on ``listen``.
-    """
-    from .runtime import serve_http
-
-    ctl_stop = asyncio.Event()
-    leader = runtime.elector if runtime is not None else elector
-    tasks: list[asyncio.Task[Any]] = []
-    if runtime is not None:
-        metrics = ControllerMetrics(runtime.scheduler.metrics.registry)
-    else:
-        metrics = ControllerMetrics()
-    http = await serve_http(metrics.registry, listen) if runtime is None and listen else None
-
-    async def controllers() -> int:
-        if controller_client is None:
-            return 0
-        if leader is not None:
-            waits = [asyncio.ensure_future(leader.leading.wait()), asyncio.ensure_future(ctl_stop.wait())]
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for w in waits:
-                w.cancel()
-            if ctl_stop.is_set():
-                return 0
-        log.info("controllers starting")
-        await run_controllers(controller_client, ctl_stop, options, metrics=metrics)
-        return 1 if leader is not None and leader.lost.is_set() else 0
-
-    async def watch_stop() -> int:
-        waits = [asyncio.ensure_future(stop.wait())]
-        if runtime is None and leader is not None:
-            waits.append(asyncio.ensure_future(leader.lost.wait()))
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for w in waits:
-            w.cancel()
-        ctl_stop.set()
-        return 1 if runtime is None and leader is not None and leader.lost.is_set() else 0
-
-    if runtime is None and leader is not None:
-        tasks.append(asyncio.ensure_future(leader.run()))
-    stopper = asyncio.ensure_future(watch_stop())
-    ctl_task = asyncio.ensure_future(controllers())
-    code = 0
-    try:
-        if runtime is not None:
-            code = await runtime.run(stop)
-            ctl_stop.set()
-        else:
-            code = await stopper
-        code = max(code, await ctl_task)
-    finally:
-        ctl_stop.set()
-        stopper.cancel()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(stopper, ctl_task, *tasks, return_exceptions=True)
-        if runtime is None and leader is not None:
-            await leader.release()
-        if http is not None:
-            await http.cleanup()
-    return code
-
-
-__all__ = ["run_components", "COMPONENTS", "ControllerOptions", "Controllers", "Lister", "WATCHED", "build_informers",
-           "parse_components", "run_controllers"]

@@ -15,7 +15,8 @@ import sys
 
 import kmock
 
-from vcsched.kube.controllers import ControllerOptions, run_controllers
+from vcsched.kube.components import run_controllers
+from vcsched.kube.controllers import ControllerOptions
 
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, eventually, queue

@@ -13,7 +13,8 @@ import contextlib
 import pytest
 import pytest_asyncio
 
-from vcsched.kube.controllers import WATCHED, ControllerOptions, Controllers, parse_components, run_controllers
+from vcsched.kube.components import WATCHED, parse_components, run_controllers
+from vcsched.kube.controllers import ControllerOptions, Controllers
 
 from .apiserver import ApiServer
 from .conftest import CONTROLLER_AGENT, client_for, eventually, queue, verb_of
@@ -486,7 +487,7 @@ async def components(api: ApiServer, runtime=None, elector=None, listen: str | N
     """``vcsched run`` (``run_components``) until the block ends, then stopped: it must exit 0.
     ``runtime`` / ``elector``: built from the scheduler's client (None: no scheduler / no Lease).
     Yields the runtime."""
-    from vcsched.kube.controllers import run_components
+    from vcsched.kube.components import run_components
 
     client, ctl_client = client_for(api), client_for(api, agent=CONTROLLER_AGENT)
     rt = runtime(client) if runtime else None
@@ -728,7 +729,7 @@ async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
     assert await get("/healthz") == ""  # the listener is closed on stop
 
 def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
-    from vcsched.kube.controllers import Lister, _pod_index
+    from vcsched.kube.lister import Lister, _pod_index
 
     def p(rv: int, job: str | None = "j1", uid: str = "u1", **meta) -> dict:
         return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv), "uid": uid,
