@@ -32,11 +32,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -221,6 +223,25 @@ class ControlPlane:
             raw = resp.read()
             is_json = resp.headers.get_content_type() == "application/json"
         return json.loads(raw) if raw and is_json else {}
+
+    def request_counts(self, **match: str) -> Counter[tuple[str, str, str, str]]:
+        """``apiserver_request_total`` from the server's /metrics: (verb, resource, subresource, code) →
+        requests, over the series whose labels include ``match`` (e.g. ``verb="POST", resource="pods"``)."""
+        token = self.admin.token
+        req = urllib.request.Request(self.url + "/metrics", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
+            text = resp.read().decode()
+        out: Counter[tuple[str, str, str, str]] = Counter()
+        for family in text_string_to_metric_families(text):
+            if family.name != "apiserver_request":  # the parser drops a counter's _total
+                continue
+            for sample in family.samples:
+                labels = sample.labels
+                if sample.name.endswith("_total") and all(labels.get(k) == v for k, v in match.items()):
+                    key = (labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""),
+                           labels.get("code", ""))
+                    out[key] += int(sample.value)
+        return out
 
     def apply_crds(self, folder: Path, timeout: float = 60.0) -> None:
         """Create every CustomResourceDefinition in ``folder``'s YAML files and wait until each is Established."""

@@ -43,6 +43,7 @@ class Run:
     synced_to_first_bind_seconds: float | None  # vcsched: "caches synced" → first bind
     pods_per_second: float  # binds after the first / (last - first)
     peak_rss_mib: float
+    writes_per_pod: float  # the API server's writes from the start until they settle after the last bind, per pod
 
 
 def node(name: str) -> dict[str, Any]:
@@ -145,6 +146,7 @@ async def measure(which: str, nodes: int, pods: int, assets: Path, timeout: floa
             _, rv = await client.list(PODS.path(NAMESPACE), {"limit": 1}, first_page_only=True)
             watch = BindWatch(client)
             watcher = asyncio.create_task(watch.run(rv))
+            writes_before = api_writes(cp)
             log_path = log_dir / f"{which}.log"
             with open(log_path, "wb") as out:
                 started = time.monotonic()
@@ -161,6 +163,7 @@ async def measure(which: str, nodes: int, pods: int, assets: Path, timeout: floa
                 peak = max(peak, _rss_mib(proc.pid) or 0.0)
             peak = max(peak, _rss_mib(proc.pid) or 0.0)
             watcher.cancel()
+            writes = await settled_writes(cp) - writes_before
             times = sorted(watch.bound.values())
             synced = _synced_at(log_path, started) if which == "vcsched" else None
             first, last = (times[0], times[-1]) if times else (float("nan"), float("nan"))
@@ -168,7 +171,7 @@ async def measure(which: str, nodes: int, pods: int, assets: Path, timeout: floa
                        wall_seconds=round(last - started, 2), first_bind_seconds=round(first - started, 2),
                        synced_to_first_bind_seconds=None if synced is None else round(first - synced, 2),
                        pods_per_second=round((len(times) - 1) / (last - first), 1) if len(times) > 1 else 0.0,
-                       peak_rss_mib=round(peak, 1))
+                       peak_rss_mib=round(peak, 1), writes_per_pod=round(writes / pods, 2))
         finally:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
@@ -178,6 +181,29 @@ async def measure(which: str, nodes: int, pods: int, assets: Path, timeout: floa
                     proc.kill()
                     proc.wait()
             await client.close()
+
+
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def api_writes(cp: ControlPlane) -> int:
+    """Every write the API server has answered, Events included, Leases not (a renewal every 2 s)."""
+    return sum(n for (verb, resource, _, _), n in cp.request_counts().items()
+               if verb in WRITE_VERBS and resource != "leases")
+
+
+async def settled_writes(cp: ControlPlane, quiet: float = 2.0, limit: float = 60.0) -> int:
+    """The API server's write count once no write came for ``quiet`` seconds (status writes and events
+    trail the last bind), or after ``limit`` seconds; the scheduler's Lease renewals aside."""
+    deadline = time.monotonic() + limit
+    last = api_writes(cp)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(quiet)
+        now = api_writes(cp)
+        if now == last:
+            break
+        last = now
+    return last
 
 
 def _synced_at(log_path: Path, started: float) -> float | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import ssl
 import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -313,28 +312,12 @@ async def podgroups_running(kube: Kube, all_pods: list[dict[str, Any]], timeout:
 # -- the API server's counters ----------------------------------------------------------------------------
 
 
-def apiserver_metrics(cp: ControlPlane) -> str:
-    assert cp.workdir is not None
-    ctx = ssl.create_default_context(cafile=str(cp.workdir / "ca.crt"))
-    req = urllib.request.Request(cp.url + "/metrics", headers={"Authorization": f"Bearer {cp.admin.token}"})
-    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
-        return resp.read().decode()
-
-
-_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} (\S+)$')
-
-
 def request_counts(cp: ControlPlane, **match: str) -> Counter[str]:
     """apiserver_request_total by response code, over the series whose labels include ``match``
     (e.g. verb="POST", resource="pods", subresource="binding")."""
     out: Counter[str] = Counter()
-    for line in apiserver_metrics(cp).splitlines():
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if all(labels.get(k) == v for k, v in match.items()):
-            out[labels.get("code", "")] += int(float(m.group(2)))
+    for (_, _, _, code), n in cp.request_counts(**match).items():
+        out[code] += n
     return out
 
 
