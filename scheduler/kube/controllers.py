@@ -4,8 +4,8 @@ controllers as event handlers that call the pure reconcile functions of schedule
 - An informer per kind the controllers read (scheduler/kube/informer.py: a Reflector keeping a
   ``Lister``'s index, as Volcano's listers: a Job, its pods by the job-name label, its PodGroup, the
   queues, ...): a request costs no API read; only writes (and their conflict re-reads) go out.  No
-  handler runs before every informer has its initial list (Volcano's WaitForCacheSync), and each
-  object's events are handled in order, objects concurrently.  What our own writes return (created
+  handler runs before every informer has its initial list (Volcano's WaitForCacheSync), and one
+  name's events are handled in order, different names concurrently.  What our own writes return (created
   pods and PodGroups, written Job status) is read at once (``Lister`` keeps it until the index catches
   up), so the next request does not act on an older view than the one we wrote; the watch event of
   that write still reaches the handlers.  A relist after 410 Gone drops what it did not bring back and
@@ -44,10 +44,10 @@ from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_pod
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
 from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
-from .lister import Lister, _pod_index, _queue_of_podgroup
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
+from .lister import Lister, pod_index_keys, podgroup_queue_keys
 
 log = structlog.get_logger("vcsched.controllers")
 
@@ -133,8 +133,8 @@ class Controllers:
         self.metrics = metrics or ControllerMetrics()
         # what the handlers read: the informers' indexes and our own writes
         self.jobs = Lister("jobs")
-        self.pods = Lister("pods", _pod_index)
-        self.podgroups = Lister("podgroups", _queue_of_podgroup)  # the queue controller's queue → PodGroups
+        self.pods = Lister("pods", pod_index_keys)
+        self.podgroups = Lister("podgroups", podgroup_queue_keys)  # the queue controller's queue → PodGroups
         self.queues = Lister("queues")
         self.priority_classes = Lister("priorityclasses")
         self.workloads = {"ReplicaSet": Lister("replicasets"), "StatefulSet": Lister("statefulsets")}

@@ -88,8 +88,8 @@ class InformerSet:
         try:
             async with lock:  # asyncio.Lock wakes its waiters first come, first served: events in order
                 await self.synced.wait()
-                if lister is not None and not lister.seen(type_, obj):
-                    return
+                if lister is not None:
+                    lister.seen(type_, obj)
                 if handler is not None:
                     try:
                         await handler(type=type_, body=obj)

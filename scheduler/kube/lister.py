@@ -63,7 +63,7 @@ class Lister:
                 if not filed:
                     del self.index[k]
 
-    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> bool:
+    def seen(self, type_: str | None, obj: Mapping[str, Any]) -> None:
         """The handlers get an event the index holds: our entries for that object it has caught up with go."""
         key = _ns_name_raw(obj)
         uid = (obj.get("metadata") or {}).get("uid")
@@ -75,7 +75,6 @@ class Lister:
                 del self._gone[key]
         elif mine is not None and (_resource_version(obj) or 0) >= (_resource_version(mine) or 0):
             self._unwrite(key)
-        return True
 
     def _write(self, key: tuple[str | None, str], obj: dict[str, Any]) -> None:
         self._unwrite(key)
@@ -164,11 +163,11 @@ def _ns_name_raw(obj: Mapping[str, Any]) -> tuple[str | None, str]:
     return meta.get("namespace"), meta.get("name") or ""
 
 
-def _queue_of_podgroup(pg: Mapping[str, Any]) -> list[Key]:
+def podgroup_queue_keys(pg: Mapping[str, Any]) -> list[Key]:
     return [("queue", (pg.get("spec") or {}).get("queue") or "default")]
 
 
-def _pod_index(pod: Mapping[str, Any]) -> list[Key]:
+def pod_index_keys(pod: Mapping[str, Any]) -> list[Key]:
     """``("job", ns, name)`` (the job-name label) and ``("owner", uid)`` (the controlling owner)."""
     meta = pod.get("metadata") or {}
     out: list[Key] = []

@@ -65,8 +65,8 @@ class Feed:
                 if kind in self.watched:
                     self.index(*kind, event["type"], event["object"])
                     lister, handler = self.watched[kind]
-                    if lister is not None and not lister.seen(event["type"], event["object"]):
-                        continue  # an object a relist dropped: handled then
+                    if lister is not None:
+                        lister.seen(event["type"], event["object"])
                     if handler is not None:
                         await handler(type=event["type"], body=event["object"])
             await self.ctl.queue_syncs_done()
@@ -729,13 +729,13 @@ async def test_controllers_alone_serve_their_own_metrics_and_healthz(api):
     assert await get("/healthz") == ""  # the listener is closed on stop
 
 def test_a_lister_reads_its_index_and_our_writes_until_the_index_catches_up():
-    from vcsched.kube.lister import Lister, _pod_index
+    from vcsched.kube.lister import Lister, pod_index_keys
 
     def p(rv: int, job: str | None = "j1", uid: str = "u1", **meta) -> dict:
         return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": str(rv), "uid": uid,
                              "labels": {"volcano.sh/job-name": job} if job else {}, **meta}}
 
-    lister = Lister("pods", _pod_index)
+    lister = Lister("pods", pod_index_keys)
 
     def watch(obj: dict) -> None:  # what the informer does with an event: indexed, then seen
         lister.index_object(obj)
