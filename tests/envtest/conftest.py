@@ -260,6 +260,28 @@ def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
 
 
+A100 = "NVIDIA-NVIDIA A100-PCIE-40GB"
+
+
+def deviceshare_conf(arguments: dict[str, Any]) -> str:
+    """The default tiers with nodeorder, and deviceshare with ``arguments`` (as tests/scenarios)."""
+    return f"""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: deviceshare
+    arguments: {json.dumps(arguments)}
+"""
+
+
 FORBIDDEN_MARKS = ("403", "Forbidden", "forbidden")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from vcsched.api.quantity import parse_quantity
 from vcsched.envtest import ControlPlane
 
-from .conftest import Kube, Process
+from .conftest import A100, Kube, Process, deviceshare_conf
 
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/podgroups"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -35,24 +35,9 @@ VGPU_IDS = "volcano.sh/vgpu-ids-new"
 VGPU_MEMORY = "volcano.sh/vgpu-memory"
 VGPU_CORES = "volcano.sh/vgpu-cores"
 VGPU_NUMBER = "volcano.sh/vgpu-number"
-A100 = "NVIDIA-NVIDIA A100-PCIE-40GB"
 GPU_MIB, SPLIT = 40960, 10
 
-VGPU_CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: deviceshare
-    arguments: {deviceshare.VGPUEnable: true}
-"""
+VGPU_CONF = deviceshare_conf({"deviceshare.VGPUEnable": True})
 
 
 # -- manifests -------------------------------------------------------------------------------------

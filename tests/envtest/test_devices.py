@@ -6,35 +6,12 @@ The nodes carry what the device plugins publish: the register annotation and the
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from .conftest import Kube, VcschedRunner, condition, pod
+from .conftest import A100, Kube, VcschedRunner, condition, deviceshare_conf, pod
 
 pytestmark = pytest.mark.asyncio
-
-A100 = "NVIDIA-NVIDIA A100-PCIE-40GB"
-
-
-def deviceshare_conf(arguments: dict) -> str:
-    """The default tiers with nodeorder, and deviceshare with ``arguments`` (as tests/scenarios)."""
-    return f"""
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: deviceshare
-    arguments: {json.dumps(arguments)}
-"""
-
 
 VGPU_CONF = deviceshare_conf({"deviceshare.VGPUEnable": True, "deviceshare.SchedulePolicy": "binpack"})
 GPUSHARE_CONF = deviceshare_conf({"deviceshare.VGPUEnable": False, "deviceshare.GPUSharingEnable": True})
