@@ -284,11 +284,9 @@ def run(args: argparse.Namespace) -> BenchResult:
 
 
 def bench(args: argparse.Namespace) -> int:
-    if args.apiserver:
-        from .kube.apibench import run_apiserver_bench
-
-        args.pods = int((args.pods or ["10000"])[0])
-        return run_apiserver_bench(args)
+    if args.trace is not None and args.apiserver:
+        print("vcsched bench: --trace and --apiserver are two benches; choose one", file=sys.stderr)
+        return 2
     if args.trace is not None:
         from .trace import run_trace
 
@@ -305,6 +303,13 @@ def bench(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"vcsched bench: --pods: expected one integer without --trace, got {' '.join(raw)}", file=sys.stderr)
         return 2
+    if args.apiserver:
+        if args.pods < 1 or args.nodes < 1:
+            print("vcsched bench --apiserver: --nodes and --pods: expected at least 1", file=sys.stderr)
+            return 2
+        from .kube.apibench import run_apiserver_bench
+
+        return run_apiserver_bench(args)
     if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
         print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
         return 2

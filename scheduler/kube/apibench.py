@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..envtest import ControlPlane, assets_dir
+from ..envtest import ControlPlane, ControlPlaneError, assets_dir
 from .api import NODES, PODS, ApiError, KubeClient, load_configuration
 
 POD_CPU, POD_MEMORY = "100m", "128Mi"
@@ -235,7 +235,11 @@ def run_apiserver_bench(args: Any) -> int:
     nodes, pods = args.nodes, args.pods
     log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="vcsched-apibench-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    runs = [asyncio.run(measure(w, nodes, pods, assets, args.timeout, log_dir)) for w in which]
+    try:
+        runs = [asyncio.run(measure(w, nodes, pods, assets, args.timeout, log_dir)) for w in which]
+    except ControlPlaneError as e:
+        print(f"vcsched bench --apiserver: {e}", file=sys.stderr)
+        return 1
     if args.output == "json":
         print(json.dumps([asdict(r) for r in runs], sort_keys=True))
     else:
