@@ -13,8 +13,10 @@ from .conftest import Kube, VcschedRunner, condition, pod, podgroup, priority_cl
 
 pytestmark = pytest.mark.asyncio
 
-PREEMPT_CONF = """
-actions: "enqueue, allocate, preempt, backfill"
+def conf_with(actions: str) -> str:
+    """Volcano's default tiers less overcommit, with ``actions``."""
+    return f"""
+actions: "{actions}"
 tiers:
 - plugins:
   - name: priority
@@ -29,21 +31,9 @@ tiers:
   - name: nodeorder
 """
 
-RECLAIM_CONF = """
-actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+
+PREEMPT_CONF = conf_with("enqueue, allocate, preempt, backfill")
+RECLAIM_CONF = conf_with("enqueue, allocate, reclaim, backfill")
 
 RUNNING = {"containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox", "imageID": "",
                                   "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}}]}
