@@ -48,22 +48,37 @@ class Scheduler:
         return ssn, effects
 
     def publish(self, ssn: Session) -> None:
-        """The closed session's observations into the metrics (on the thread that owns the cache)."""
+        """The closed session's observations into the metrics (on the thread that owns the cache).
+        Its plugins are dropped: what it decided stays readable, and it is freed when replaced."""
         self.metrics.publish(ssn)
+        ssn.release()
         self.last_session = ssn
 
 
+# gen0 every 100,000 net allocations of container objects (Python's default: 700), gen1 every 50
+# of those, gen2 after 100 of gen1's
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
 def freeze_heap() -> None:
-    """Move everything alive now (the cache as first listed) out of the garbage collector's sight.
+    """Move everything alive now (the cache as first listed) out of the garbage collector's sight,
+    and collect far less often from now on.
 
     The cache holds hundreds of thousands of objects for a large cluster, and every full
     collection walks them all: a pause of a few hundred milliseconds that lands inside some
     session.  They live until deleted, and reference counting still frees them then; the
     collector keeps looking at what is allocated afterwards.  Once per process, after the initial
     load: what was frozen is never looked at again, so a second freeze could keep cycles alive.
+
+    What comes later (every watched update of a pod is a new manifest) made Python's default
+    thresholds run a full collection every second or so: 45 % of ``vcsched run``'s CPU at 5,000
+    pending pods on a real API server (docs/real-apiserver-bench.md).  A session leaves no cycles
+    behind (Session.release), manifests are trees, so almost all garbage goes by reference
+    counting and the collector has little to find: it runs at GC_THRESHOLDS.
     """
     if gc.get_freeze_count():
         return
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 

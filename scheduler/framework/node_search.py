@@ -79,6 +79,10 @@ class NodeSearch:
         self.predicate_time = 0.0
         self.scoring_time = 0.0
 
+    def release(self) -> None:
+        """The session is over (Session.release): the shape indexes refer back to this search."""
+        self.indexes.clear()
+
     # -- predicates ------------------------------------------------------------------
 
     def future_entry(self, i: int, node: NodeInfo) -> tuple[int, Resource, bool]:

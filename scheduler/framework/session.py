@@ -175,6 +175,22 @@ class Session:
         self._predicate_fns = tuple(self._flat[Point.PREDICATE])
         self._node_order_fns = tuple(self._flat[Point.NODE_ORDER])
 
+    def release(self) -> None:
+        """Drop what refers back to the session (plugins, their callbacks, the scratch space), once
+        nothing will call them again: reference counting then frees the session and its snapshot as
+        soon as the last reference goes, instead of a full garbage collection finding the cycles."""
+        self.plugins.clear()
+        self._fns.clear()
+        self._tiered.clear()
+        self._flat.clear()
+        self._predicate_fns = self._node_order_fns = ()
+        self.event_handlers.clear()
+        for value in self.scratch.values():  # an owner's scratch value may hold cycles of its own
+            release = getattr(value, "release", None)
+            if release is not None:
+                release()
+        self.scratch.clear()
+
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         """Register a plugin's callback for an extension point (``ssn.AddXxxFn``)."""
         self._fns[point][plugin] = fn

@@ -1,0 +1,54 @@
+"""A finished session leaves no reference cycles: reference counting frees it and its snapshot.
+
+``vcsched run`` collects garbage rarely (scheduler.freeze_heap); that is only sound while a session,
+which refers to every job and node of its snapshot, is freed without the cycle collector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+
+import pytest
+
+from vcsched.bench import build_cluster, build_preempt_cluster
+from vcsched.cache import Cache
+from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from vcsched.scheduler import Scheduler
+
+
+def _cache(preempt: bool) -> Cache:
+    args = argparse.Namespace(nodes=20, node_cpu="8", node_memory="16Gi", node_pods=20, pods=60, gang_size=3,
+                              cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7, preempt=30 if preempt else 0)
+    cache = Cache()
+    for name, value in (("low", 10), ("high", 100)):
+        cache.add_priority_class({"metadata": {"name": name}, "value": value})
+    for q in ("root", "default"):
+        cache.add_queue({"metadata": {"name": q, "creationTimestamp": "2026-01-01T00:00:00Z"},
+                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
+    if preempt:
+        nodes, podgroups, pods, running = build_preempt_cluster(args)
+    else:
+        (nodes, podgroups, pods), running = build_cluster(args), []
+    for n in nodes:
+        cache.add_node(n)
+    for pg in podgroups:
+        cache.add_podgroup(pg)
+    for p in running + pods:
+        cache.add_pod(p)
+    return cache
+
+
+@pytest.mark.parametrize("actions", ["enqueue, allocate, backfill", "enqueue, allocate, preempt, reclaim, backfill"])
+def test_a_published_session_is_freed_by_reference_counting(actions: str) -> None:
+    conf = parse_conf(f'actions: "{actions}"\n' + DEFAULT_SCHEDULER_CONF[DEFAULT_SCHEDULER_CONF.index("\n"):])
+    scheduler = Scheduler(_cache("preempt" in actions), conf)
+    gc.collect()
+    gc.disable()
+    try:
+        effects = scheduler.run_once(now=0.0, uid="s1")
+        assert effects  # it did place or evict something
+        scheduler.last_session = None
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
