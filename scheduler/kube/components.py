@@ -13,7 +13,7 @@ import structlog
 
 from ..metrics import ControllerMetrics
 from .api import Kind, KubeClient
-from .controllers import ControllerOptions, Controllers
+from .controllers import ControllerOptions, Controllers, GroupHandoff
 from .informer import InformerSet
 
 log = structlog.get_logger("vcsched.controllers")
@@ -56,10 +56,11 @@ def build_informers(ctl: Controllers, client: KubeClient, watch_timeout: float =
 
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
                           ready: asyncio.Event | None = None, ctl: Controllers | None = None,
-                          watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None) -> None:
+                          watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None,
+                          handoff: GroupHandoff | None = None) -> None:
     """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: set once every
-    informer has its initial list and the handlers run)."""
-    ctl = ctl or Controllers(client, options or ControllerOptions(), metrics)
+    informer has its initial list and the handlers run; ``handoff``: the scheduler in this process)."""
+    ctl = ctl or Controllers(client, options or ControllerOptions(), metrics, handoff)
     informers = build_informers(ctl, client, watch_timeout)
     running = asyncio.ensure_future(informers.run())
     stopping = asyncio.ensure_future(stop.wait())
@@ -109,7 +110,8 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
-        await run_controllers(controller_client, ctl_stop, options, metrics=metrics)
+        await run_controllers(controller_client, ctl_stop, options, metrics=metrics,
+                              handoff=runtime)
         return 1 if leader is not None and leader.lost.is_set() else 0
 
     async def watch_stop() -> int:

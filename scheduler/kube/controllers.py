@@ -17,6 +17,9 @@ controllers as event handlers that call the pure reconcile functions of schedule
 - Status writes go with the resourceVersion of the stored Job, skip the write when nothing changed and
   re-read and retry on 409 Conflict.
 - Delayed actions (policy timeouts) and ttlSecondsAfterFinished are asyncio timers.
+- With the scheduler in this process, a bare pod's group is handed over (``GroupHandoff``) rather
+  than written to the pod first: the scheduler's Binding carries the annotation, or the scheduler
+  writes it for a pod its session did not bind (scheduler/kube/source.py · CacheFeeder).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -99,6 +102,14 @@ def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(dict(body))
 
 
+class GroupHandoff(Protocol):
+    """The scheduler in this process, told a bare pod's PodGroup (scheduler/kube/runtime.py · Runtime)."""
+
+    def give_group(self, pod: Mapping[str, Any], podgroup: Mapping[str, Any]) -> bool: ...
+
+    def owes_group(self, uid: str) -> bool: ...
+
+
 def _ns_name(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "default", meta.get("name") or ""
@@ -127,10 +138,11 @@ class Controllers:
     seen pods and PodGroup phases, timers."""
 
     def __init__(self, client: KubeClient, options: ControllerOptions | None = None,
-                 metrics: ControllerMetrics | None = None) -> None:
+                 metrics: ControllerMetrics | None = None, handoff: GroupHandoff | None = None) -> None:
         self.client = client
         self.options = options or ControllerOptions()
         self.metrics = metrics or ControllerMetrics()
+        self.handoff = handoff  # the scheduler in this process, if any
         # what the handlers read: the informers' indexes and our own writes
         self.jobs = Lister("jobs")
         self.pods = Lister("pods", pod_index_keys)
@@ -637,6 +649,8 @@ class Controllers:
         """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
         if not needs_podgroup(pod, self.options.scheduler_names):
             return
+        if self.handoff is not None and self.handoff.owes_group((pod.get("metadata") or {}).get("uid") or ""):
+            return  # handed over already (this is a relist's or a restarted watch's ADDED)
         async with self._podgroup_slots:
             await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
 
@@ -663,6 +677,9 @@ class Controllers:
                         if e.status == 409:
                             self.podgroups.observe(await self.client.get(PODGROUPS.path(ns, pg_name)))
                         raise
+        stored = self.podgroups.get(ns, pg_name)
+        if self.handoff is not None and stored is not None and self.handoff.give_group(pod, stored):
+            return  # the scheduler in this process owes the annotation now
         try:
             await self.client.request("PATCH", PODS.path(ns, name), content_type=STRATEGIC_MERGE_PATCH,
                                       body={"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg_name}}})

@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..plugins.deviceshare.mindcluster import MindClusterInfo, use_cluster_info_
 from ..framework.session import NodesToFind
 from ..metrics import Metrics
 from ..scheduler import Scheduler, freeze_heap
-from .api import CONFIGMAPS, QUEUES, ApiError, KubeClient
+from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
 from .source import Backoff, CacheFeeder, Reflector, object_key
@@ -231,6 +232,7 @@ class Runtime:
                                          lease_duration=options.lease_duration,
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
         self.reflectors: list[Reflector] = []
+        self._podgroups: Reflector | None = None  # the PodGroup reflector, once the source runs
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
         self.mindcluster = MindClusterInfo()  # MindCluster device info and NodeD status (Ascend 310P)
         self._mindcluster_watches: dict[tuple[str, str], tuple[Reflector, asyncio.Task[None]]] = {}
@@ -326,7 +328,9 @@ class Runtime:
     async def start_source(self) -> None:
         o = self.options
         await self.ensure_default_queues()
-        self.reflectors = [self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()]
+        by_kind = {kind: self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()}
+        self.reflectors = list(by_kind.values())
+        self._podgroups = by_kind[PODGROUPS]
         if not o.scheduler_conf:
             self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
                                                    field_selector=f"metadata.name={o.configmap_name}"))
@@ -341,12 +345,28 @@ class Runtime:
         log.info("caches synced", nodes=len(self.cache.nodes), pods=len(self.cache.tasks),
                  jobs=len(self.cache.jobs), queues=len(self.cache.queues))
 
+    # -- the podgroup controller in this process (controllers.GroupHandoff) --------------------
+
+    def give_group(self, pod: Mapping[str, Any], podgroup: Mapping[str, Any]) -> bool:
+        """A bare pod's PodGroup, as its create returned it: into the cache through the PodGroup
+        reflector, and the pod into its job with the annotation owed (CacheFeeder.give_group).  False
+        before the reflectors run, or for a pod this scheduler does not place."""
+        podgroups = self._podgroups
+        if podgroups is None or not self.cache.responsible_for(pod):
+            return False
+        podgroups.observe(dict(podgroup))
+        return self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
+
+    def owes_group(self, uid: str) -> bool:
+        return self.feeder.owes_group(uid)
+
     async def run_session(self) -> None:
         if self.options.scheduler_conf:
             self.conf_source.load_file(self.options.scheduler_conf, initial=False)
         # The snapshot is taken here, on the loop, which alone touches the cache; the session runs
         # on a worker thread, so the Lease is renewed and watch events flow into the cache meanwhile;
         # its effects come back to the loop.  (Volcano's session also runs beside its informers.)
+        generation = self.feeder.next_generation()
         snapshot = self.cache.snapshot()
         ssn, effects = await asyncio.to_thread(self.scheduler.run_session, snapshot)
         self.scheduler.publish(ssn)
@@ -354,6 +374,7 @@ class Runtime:
         if self.elector is not None and self.elector.lost.is_set():
             raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
         await self.sink.apply(effects)
+        self.sink.annotate_due(generation)
 
     async def run(self, stop: asyncio.Event | None = None) -> int:
         """Serve until ``stop`` is set (0), leadership is lost or the default queues cannot be made (1)."""

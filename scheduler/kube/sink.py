@@ -23,6 +23,7 @@ Every status write answers with the object, which goes straight into the cache.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections import OrderedDict
@@ -35,7 +36,8 @@ import structlog
 from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
 from .api import EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from ..metrics import Metrics
-from .source import Assumed, Backoff, CacheFeeder, creation_time
+from ..api.types import GROUP_NAME_ANNOTATION
+from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time
 
 log = structlog.get_logger("vcsched.kube.sink")
 
@@ -302,6 +304,9 @@ class KubeSink:
                 self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
                                  f"failed to lock node {e.node}; the pod stays pending")
             elif isinstance(e, Bind):
+                owed = self.feeder.group_annotation(e.uid)
+                if owed:  # the pod's group annotation, owed by the controller in this process, goes with it
+                    e = dataclasses.replace(e, annotations={**owed, **e.annotations})
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
@@ -318,6 +323,29 @@ class KubeSink:
                     self.feeder.cache.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running,
                                                           e.succeeded, e.failed, e.conditions)
                 self.writes.submit(_object_key(e), e, self._write)
+
+    def annotate_due(self, generation: int) -> None:
+        """The group annotations owed for pods that the session of snapshot ``generation`` did not bind:
+        the podgroup controller's PATCH, in the background."""
+        for uid, owed in self.feeder.due_groups(generation):
+            owed.sent = True
+            self.writes.submit(("PodGroupName", owed.namespace, owed.name), (uid, owed), self._annotate)
+
+    async def _annotate(self, item: tuple[str, OwedGroup]) -> None:
+        """updatePodAnnotations; the uid in the patch makes it fail (422) on another pod of that name."""
+        uid, owed = item
+        body = {"metadata": {"uid": uid, "annotations": {GROUP_NAME_ANNOTATION: owed.podgroup}}}
+        try:
+            await self._patch(PODS.path(owed.namespace, owed.name), body, STRATEGIC_MERGE_PATCH,
+                              f"pod {owed.namespace}/{owed.name} group annotation")
+        except ApiError as err:
+            if err.status in (404, 422):  # gone, or made again under its name
+                if self.feeder.owed.get(uid) is owed:
+                    del self.feeder.owed[uid]
+                return
+            owed.sent = False  # the next session's end tries again
+            log.warning("pod group annotation not written", pod=f"{owed.namespace}/{owed.name}",
+                        podgroup=owed.podgroup, error=str(err))
 
     @property
     def binds_in_flight(self) -> int:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import structlog
 
 from ..api.task_info import parse_timestamp
+from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
 from ..metrics import Metrics
 from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind
@@ -127,6 +128,12 @@ class Reflector:
         for key, obj in fresh.items():
             self._upsert(key, obj)
 
+    def observe(self, obj: dict[str, Any]) -> None:
+        """An object as this process's own write returned it: stored and handed on at once, as if
+        watched (its watch event, no newer, is then dropped as a replay), so a relist that no longer
+        finds it deletes it like any other."""
+        self._upsert(object_key(obj), obj)
+
     def _upsert(self, key: str, obj: dict[str, Any]) -> bool:
         old = self.store.get(key)
         if old is not None and _uid(old) != _uid(obj):
@@ -176,6 +183,18 @@ class Assumed:
     annotations: dict[str, str]
 
 
+@dataclass(slots=True)
+class OwedGroup:
+    """A pod's PodGroup, told in process by the podgroup controller, whose ``scheduling.k8s.io/group-name``
+    annotation this process has not written yet."""
+
+    namespace: str
+    name: str
+    podgroup: str
+    since: int  # the feeder's generation when told: due once a session after it has passed the pod by
+    sent: bool = False  # its PATCH is out (or done, until the watch shows the annotation)
+
+
 class CacheFeeder:
     """Turns reflector events into cache calls, and keeps dispatched pods on their node until confirmed.
 
@@ -184,6 +203,13 @@ class CacheFeeder:
     newer version of the pod (its own status patch, say) is fed to the cache with
     the assumed node and annotations laid over it, so no later session places it
     twice and its devices stay taken.
+
+    With the controllers in this process, the podgroup controller hands a bare pod's group over
+    (``give_group``) instead of writing the pod's annotation first: the pod is in its job for the
+    next session at once, and the annotation goes out inside the pod's Binding (Volcano's binder
+    sends the pod's annotations with it), or, for a pod a session passed by, as the controller's
+    PATCH after that session (``due_groups``).  Either way the API ends with the annotation Volcano's
+    controller writes; a bound pod costs one write less, and no session sees its PodGroup without it.
     """
 
     def __init__(self, cache: Cache, metrics: Metrics | None = None) -> None:
@@ -193,11 +219,19 @@ class CacheFeeder:
         self.pod_uids: dict[str, str] = {}  # ns/name → uid
         self.assumed: dict[str, Assumed] = {}
         self.evicting: set[str] = set()  # pods being evicted, Releasing until the API deletes them
+        self.owed: dict[str, OwedGroup] = {}  # uid → its group, told in process, annotation not yet seen
+        self.generation = 0  # counts snapshots (``next_generation``)
 
     # -- pods ------------------------------------------------------------------------
 
     def _feed_pod(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        owed = self.owed.get(uid)
+        if owed is not None:
+            if GROUP_NAME_ANNOTATION in (obj["metadata"].get("annotations") or {}):
+                del self.owed[uid]  # the API holds the annotation now
+            else:
+                obj = with_annotations(obj, {GROUP_NAME_ANNOTATION: owed.podgroup})
         if uid in self.evicting:
             if obj["metadata"].get("deletionTimestamp"):
                 self.evicting.discard(uid)
@@ -228,7 +262,43 @@ class CacheFeeder:
             del self.pod_uids[object_key(obj)]
         self.assumed.pop(uid, None)
         self.evicting.discard(uid)
+        self.owed.pop(uid, None)
         self.cache.delete_pod(uid)
+
+    # -- groups told in process ------------------------------------------------------------
+
+    def give_group(self, pod: Mapping[str, Any], podgroup: str) -> bool:
+        """``pod`` belongs to PodGroup ``podgroup`` (the podgroup controller made it): in its job from
+        now on, the annotation owed.  False (the controller writes it) for a pod this scheduler does
+        not place."""
+        meta = pod.get("metadata") or {}
+        if not self.cache.responsible_for(pod) or not meta.get("uid"):
+            return False
+        uid = meta["uid"]
+        self.owed[uid] = OwedGroup(meta.get("namespace") or "default", meta.get("name") or "", podgroup,
+                                   self.generation)
+        if uid in self.pods:
+            self._feed_pod(self.pods[uid])
+        return True
+
+    def owes_group(self, uid: str) -> bool:
+        return uid in self.owed
+
+    def group_annotation(self, uid: str) -> dict[str, str]:
+        """The owed annotation a Binding of the pod carries ({} when none is owed)."""
+        owed = self.owed.get(uid)
+        return {GROUP_NAME_ANNOTATION: owed.podgroup} if owed is not None else {}
+
+    def next_generation(self) -> int:
+        """Called as a snapshot is taken: groups given before it are due after that session."""
+        self.generation += 1
+        return self.generation
+
+    def due_groups(self, generation: int) -> list[tuple[str, OwedGroup]]:
+        """Owed annotations to PATCH now: given before snapshot ``generation``, not out yet, and the pod
+        not being bound (its Binding carries the annotation)."""
+        return [(uid, o) for uid, o in self.owed.items()
+                if o.since < generation and not o.sent and uid not in self.assumed]
 
     def assume(self, uid: str, node: str, annotations: dict[str, str]) -> Assumed | None:
         """The pod is being bound: account it on ``node`` with its annotations (devices) right away.
@@ -299,6 +369,13 @@ def with_binding(pod: Mapping[str, Any], node: str, annotations: Mapping[str, st
     if annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
     return {**pod, "metadata": meta, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+
+
+def with_annotations(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> dict[str, Any]:
+    """``pod`` with ``annotations`` merged into its own."""
+    meta = dict(pod.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+    return {**pod, "metadata": meta}
 
 
 def with_deletion(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -75,3 +75,46 @@ async def test_several_bare_pods_across_namespaces_and_queues(kube: Kube, vcsche
 async def _allocated(kube: Kube, name: str) -> dict | None:
     q = await kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")
     return q if q and ((q.get("status") or {}).get("allocated") or {}).get("cpu") else None
+
+
+def _pod_patches(kube: Kube) -> int:
+    """PATCHes of pods (not their status) the API server has answered."""
+    return sum(n for (_, _, sub, _), n in kube.cp.request_counts(verb="PATCH", resource="pods").items() if not sub)
+
+
+async def test_a_bound_bare_pod_gets_its_group_annotation_with_its_binding(kube: Kube, vcsched: VcschedRunner):
+    """The podgroup controller hands the pod's group to the scheduler in the same process: the
+    annotation Volcano's controller PATCHes goes out inside the Binding instead (one write less)."""
+    await kube.node("n0")
+    before = _pod_patches(kube)
+    pods = [await kube.create(bare_pod(f"p{i}")) for i in range(3)]
+    vcsched.start()
+    for p in pods:
+        name, uid = p["metadata"]["name"], p["metadata"]["uid"]
+        bound = await kube.eventually(lambda: _bound(kube, "default", name), f"{name} bound")
+        assert bound["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == f"podgroup-{uid}"
+    assert _pod_patches(kube) == before
+
+
+async def test_a_bare_pod_that_fits_nowhere_still_gets_its_group_annotation(kube: Kube, vcsched: VcschedRunner):
+    """Passed by a session, the pod gets the controller's PATCH: what Volcano's controller writes at once."""
+    await kube.node("n0")
+    pod = await kube.create(bare_pod("huge", cpu="64"))
+    vcsched.start()
+    pg_name = f"podgroup-{pod['metadata']['uid']}"
+
+    async def annotated() -> dict | None:
+        p = await kube.get("/api/v1/namespaces/default/pods/huge")
+        return p if p and (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") else None
+
+    p = await kube.eventually(annotated, "huge annotated")
+    assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == pg_name
+    assert not p["spec"].get("nodeName")
+    cond = await kube.eventually(lambda: _unschedulable(kube, "huge"), "huge PodScheduled=False")
+    assert cond["reason"] == "Unschedulable"
+
+
+async def _unschedulable(kube: Kube, name: str) -> dict | None:
+    p = await kube.get(f"/api/v1/namespaces/default/pods/{name}")
+    cond = next((c for c in ((p or {}).get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None)
+    return cond if cond and cond["status"] == "False" else None

@@ -55,3 +55,57 @@ def test_an_evicted_pod_is_releasing_until_deleted_and_restored_if_the_eviction_
     f.evict("u1")
     f.pod_deleted(running)
     assert "u1" not in f.cache.tasks and not f.evicting
+
+
+def bare_pod(name: str, uid: str, rv: str = "2") -> dict:
+    p = pod(name, "")
+    p["metadata"].update(uid=uid, resourceVersion=rv, annotations={})
+    return p
+
+
+def test_a_group_given_in_process_puts_the_pod_in_its_job_until_the_api_holds_the_annotation():
+    f = CacheFeeder(Cache(("volcano",)))
+    f.cache.update_queue(queue())
+    f.cache.update_podgroup(podgroup("podgroup-u1"))
+    p = bare_pod("p1", "u1")
+    f.pod(p)
+    assert f.cache.tasks["u1"].job == ""  # no annotation: in no job
+    assert f.give_group(p, "podgroup-u1")
+    assert f.cache.tasks["u1"].job == "default/podgroup-u1"
+    assert f.group_annotation("u1") == {"scheduling.k8s.io/group-name": "podgroup-u1"}
+    # a newer version of the pod from the watch, still without the annotation: still in its job
+    f.pod({**p, "metadata": {**p["metadata"], "resourceVersion": "3", "labels": {"a": "b"}}})
+    assert f.cache.tasks["u1"].job == "default/podgroup-u1" and f.owes_group("u1")
+    # the API shows the annotation (the Binding carried it, or the PATCH went out): nothing owed
+    annotated = {**p, "metadata": {**p["metadata"], "resourceVersion": "4",
+                                   "annotations": {"scheduling.k8s.io/group-name": "podgroup-u1"}}}
+    f.pod(annotated)
+    assert not f.owes_group("u1") and f.group_annotation("u1") == {}
+    assert f.cache.tasks["u1"].job == "default/podgroup-u1"
+
+
+def test_owed_annotations_fall_due_after_a_session_that_passed_the_pod_by():
+    f = CacheFeeder(Cache(("volcano",)))
+    f.cache.update_queue(queue())
+    for name, uid in (("p1", "u1"), ("p2", "u2"), ("p3", "u3")):
+        f.cache.update_podgroup(podgroup(f"podgroup-{uid}"))
+        f.pod(bare_pod(name, uid))
+    f.give_group(f.pods["u1"], "podgroup-u1")
+    f.give_group(f.pods["u2"], "podgroup-u2")
+    generation = f.next_generation()  # a snapshot is taken
+    f.give_group(f.pods["u3"], "podgroup-u3")  # told after it: the next session's
+    f.assume("u2", "n0", f.group_annotation("u2"))  # the session binds p2: its Binding carries it
+    assert [uid for uid, _ in f.due_groups(generation)] == ["u1"]
+    owed = f.owed["u1"]
+    owed.sent = True  # its PATCH is out: not due again
+    assert f.due_groups(generation) == [] and f.owes_group("u1")
+    assert [uid for uid, _ in f.due_groups(f.next_generation())] == ["u3"]
+    f.pod_deleted(f.pods["u3"])  # a deleted pod owes nothing
+    assert not f.owes_group("u3")
+
+
+def test_a_pod_of_another_scheduler_is_not_given_a_group():
+    f = CacheFeeder(Cache(("volcano",)))
+    p = bare_pod("p1", "u1")
+    p["spec"]["schedulerName"] = "default-scheduler"
+    assert not f.give_group(p, "podgroup-u1") and not f.owes_group("u1")
