@@ -117,7 +117,9 @@ class KubeClient:
 
     def __init__(self, configuration: kclient.Configuration, user_agent: str = "vcsched",
                  request_timeout: float = 30.0) -> None:
-        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
+        # one HTTP/1.1 connection per request in flight (aiohttp speaks no HTTP/2): room for the watches,
+        # the binds and the status writes at once
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 256)
         # The official client turns aiohttp's trust_env on, which reads the proxy variables and ~/.netrc
         # again for every request (a tenth of the CPU of a bind).  Resolve the API server's proxy once,
         # at start, as client-go does, and turn the per-request lookup off.

@@ -59,7 +59,9 @@ class RunOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     identity: str = ""
-    bind_workers: int = 32
+    # Bindings in flight at once; like a PodGroup create, a bind waits mostly on the API server's
+    # commit: 32 let 2,000 dispatched binds queue up at 5,000 pending pods, 128 kept up
+    bind_workers: int = 128
     retry: Retry | None = None
     watch_backoff: tuple[float, float] = (0.2, 10.0)
     watch_timeout: float = 300.0
@@ -231,8 +233,10 @@ class Runtime:
             self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, self.identity,
                                          lease_duration=options.lease_duration,
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
+        # the cache's kinds; they run from start_source, and the PodGroup one takes the podgroup
+        # controller's PodGroups (give_group) from the start
+        self._watched = {kind: self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()}
         self.reflectors: list[Reflector] = []
-        self._podgroups: Reflector | None = None  # the PodGroup reflector, once the source runs
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
         self.mindcluster = MindClusterInfo()  # MindCluster device info and NodeD status (Ascend 310P)
         self._mindcluster_watches: dict[tuple[str, str], tuple[Reflector, asyncio.Task[None]]] = {}
@@ -328,9 +332,7 @@ class Runtime:
     async def start_source(self) -> None:
         o = self.options
         await self.ensure_default_queues()
-        by_kind = {kind: self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()}
-        self.reflectors = list(by_kind.values())
-        self._podgroups = by_kind[PODGROUPS]
+        self.reflectors = list(self._watched.values())
         if not o.scheduler_conf:
             self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
                                                    field_selector=f"metadata.name={o.configmap_name}"))
@@ -350,11 +352,10 @@ class Runtime:
     def give_group(self, pod: Mapping[str, Any], podgroup: Mapping[str, Any]) -> bool:
         """A bare pod's PodGroup, as its create returned it: into the cache through the PodGroup
         reflector, and the pod into its job with the annotation owed (CacheFeeder.give_group).  False
-        before the reflectors run, or for a pod this scheduler does not place."""
-        podgroups = self._podgroups
-        if podgroups is None or not self.cache.responsible_for(pod):
+        for a pod this scheduler does not place."""
+        if not self.cache.responsible_for(pod):
             return False
-        podgroups.observe(dict(podgroup))
+        self._watched[PODGROUPS].observe(dict(podgroup))
         return self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
 
     def owes_group(self, uid: str) -> bool:

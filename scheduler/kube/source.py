@@ -191,7 +191,8 @@ class OwedGroup:
     namespace: str
     name: str
     podgroup: str
-    since: int  # the feeder's generation when told: due once a session after it has passed the pod by
+    since: int  # the feeder's generation when told (or when the pod came, if later): due once a later
+    # session has passed the pod by
     sent: bool = False  # its PATCH is out (or done, until the watch shows the annotation)
 
 
@@ -251,6 +252,9 @@ class CacheFeeder:
                 and self.cache.responsible_for(obj)):
             # event_handlers.go · AddPod: an unbound pod of ours entered the cache
             self.metrics.task_stage("Watched", creation_time(obj), time.time())
+        if uid not in self.pods and uid in self.owed:
+            # told its group before this watch brought it: due after a session that has seen it
+            self.owed[uid].since = self.generation
         self.pods[uid] = obj
         self.pod_uids[object_key(obj)] = uid
         self._feed_pod(obj)

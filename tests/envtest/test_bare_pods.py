@@ -86,9 +86,11 @@ async def test_a_bound_bare_pod_gets_its_group_annotation_with_its_binding(kube:
     """The podgroup controller hands the pod's group to the scheduler in the same process: the
     annotation Volcano's controller PATCHes goes out inside the Binding instead (one write less)."""
     await kube.node("n0")
+    vcsched.start()
+    # pods that come while the default queue is not open yet are passed by, and PATCHed
+    await kube.eventually(lambda: _open(kube, "default"), "the default queue open")
     before = _pod_patches(kube)
     pods = [await kube.create(bare_pod(f"p{i}")) for i in range(3)]
-    vcsched.start()
     for p in pods:
         name, uid = p["metadata"]["name"], p["metadata"]["uid"]
         bound = await kube.eventually(lambda: _bound(kube, "default", name), f"{name} bound")
@@ -112,6 +114,11 @@ async def test_a_bare_pod_that_fits_nowhere_still_gets_its_group_annotation(kube
     assert not p["spec"].get("nodeName")
     cond = await kube.eventually(lambda: _unschedulable(kube, "huge"), "huge PodScheduled=False")
     assert cond["reason"] == "Unschedulable"
+
+
+async def _open(kube: Kube, name: str) -> bool:
+    q = await kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")
+    return bool(q) and (q.get("status") or {}).get("state") == "Open"
 
 
 async def _unschedulable(kube: Kube, name: str) -> dict | None:

@@ -109,3 +109,16 @@ def test_a_pod_of_another_scheduler_is_not_given_a_group():
     p = bare_pod("p1", "u1")
     p["spec"]["schedulerName"] = "default-scheduler"
     assert not f.give_group(p, "podgroup-u1") and not f.owes_group("u1")
+
+
+def test_a_group_given_before_the_pod_is_watched_falls_due_after_a_session_that_saw_it():
+    f = CacheFeeder(Cache(("volcano",)))
+    f.cache.update_queue(queue())
+    f.cache.update_podgroup(podgroup("podgroup-u1"))
+    p = bare_pod("p1", "u1")
+    f.give_group(p, "podgroup-u1")  # the controllers' watch was first
+    generation = f.next_generation()  # a session without the pod
+    f.pod(p)
+    assert f.cache.tasks["u1"].job == "default/podgroup-u1"
+    assert f.due_groups(generation) == []
+    assert [uid for uid, _ in f.due_groups(f.next_generation())] == ["u1"]
