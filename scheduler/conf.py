@@ -137,6 +137,8 @@ def parse_conf(text: str, *, known_plugins: dict[str, type] | None = None,
         doc = yaml.safe_load(text.strip())
     except yaml.YAMLError as e:
         raise ConfError(f"invalid YAML: {str(e).splitlines()[0]}") from None
+    except (ValueError, OverflowError) as e:  # PyYAML's timestamp constructor
+        raise ConfError(f"invalid YAML: invalid value: {e}") from None
     if doc is None:
         doc = {}
     _expect(doc, dict, "configuration", "a mapping")

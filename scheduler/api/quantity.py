@@ -49,14 +49,26 @@ def parse_quantity(raw: object) -> Fraction:
     if isinstance(raw, bool):
         raise QuantityError(f"quantities must match the regular expression, got {raw!r}")
     if isinstance(raw, int):
+        if abs(raw) > _LARGEST:
+            raise QuantityError(f"quantity out of range: {raw!r}")
         return Fraction(raw)
     if isinstance(raw, float):
         if not math.isfinite(raw):
             raise QuantityError(f"quantities must be finite, got {raw!r}")
+        if abs(raw) > _LARGEST:
+            raise QuantityError(f"quantity out of range: {raw!r}")
         return Fraction(str(raw))
     if not isinstance(raw, str):
         raise QuantityError(f"quantities must be a string or a number, got {type(raw).__name__}")
-    return _parse_text(raw)
+    q = _parse_text(raw)
+    if abs(q) > _LARGEST:
+        raise QuantityError(f"quantity out of range: {raw!r}")
+    return q
+
+
+# the largest magnitude accepted, as for a written exponent (|e| ≤ 100): beyond any real capacity, and
+# within what the scheduler's float arithmetic holds
+_LARGEST = 10**100
 
 
 @lru_cache(maxsize=4096)

@@ -26,6 +26,11 @@ def _sum_into(total: dict[str, Fraction], rl: Mapping[str, Any] | None) -> None:
         total[name] = total.get(name, Fraction(0)) + _q(value)
 
 
+def _add_into(total: dict[str, Fraction], rl: Mapping[str, Fraction]) -> None:
+    for name, value in rl.items():
+        total[name] = total.get(name, Fraction(0)) + value
+
+
 def _max_into(total: dict[str, Fraction], rl: Mapping[str, Fraction]) -> None:
     for name, value in rl.items():
         if value > total.get(name, Fraction(0)):
@@ -43,11 +48,11 @@ def _effective(spec: Mapping[str, Any], kind: str) -> dict[str, Fraction]:
         own: dict[str, Fraction] = {}
         _sum_into(own, (c.get("resources") or {}).get(kind))
         if c.get("restartPolicy") == "Always":
-            _sum_into(sidecars, own)
-            _sum_into(total, own)
+            _add_into(sidecars, own)
+            _add_into(total, own)
         else:
             with_sidecars = dict(sidecars)
-            _sum_into(with_sidecars, own)
+            _add_into(with_sidecars, own)
             _max_into(init_max, with_sidecars)
     _max_into(total, init_max)
     if kind == "requests":

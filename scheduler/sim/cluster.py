@@ -76,12 +76,17 @@ class SimCluster:
         return c
 
     def _admit_priorities(self, sources: dict[str, Manifest]) -> None:
-        """The Priority admission plugin: a pod's ``spec.priority`` comes from its PriorityClass.
+        """Every input pod through the Priority admission plugin (``admit_pod``); a refusal names it."""
+        for key, pod in self.pods.items():
+            refusal = self.admit_pod(pod)
+            if refusal is not None:
+                raise ManifestError(f"{sources[key].source} (Pod {key}): {refusal}")
 
-        The class named by ``spec.priorityClassName`` must exist, else the globalDefault
-        class (or 0) applies; a ``spec.priority`` that differs from it is refused, as the
-        API server refuses it.
-        """
+    def admit_pod(self, pod: dict[str, Any]) -> str | None:
+        """The Priority admission plugin on a pod being created: its ``spec.priority`` (and
+        ``preemptionPolicy``) from its PriorityClass.  The class named by ``spec.priorityClassName``
+        must exist, else the globalDefault class (or 0) applies; a ``spec.priority`` that differs from
+        it is refused.  Returns the API server's refusal (field and message), None when admitted."""
         values = dict(SYSTEM_PRIORITY_CLASSES)
         policies: dict[str, str] = {}
         default = None
@@ -91,27 +96,25 @@ class SimCluster:
                 policies[name] = pc["preemptionPolicy"]
             if pc.get("globalDefault") and (default is None or values[name] > values[default]):
                 default = name
-        for key, pod in self.pods.items():
-            spec = pod["spec"]
-            name = spec.get("priorityClassName") or ""
-            where = f"{sources[key].source} (Pod {key})"
-            if name:
-                if name not in values:
-                    raise ManifestError(f"{where}: spec.priorityClassName: no PriorityClass with name {name} was found")
-                value = values[name]
-            elif default is not None:
-                name, value = default, values[default]
-            else:
-                value = 0
-            if spec.get("priority") is not None and spec["priority"] != value:
-                raise ManifestError(f"{where}: spec.priority: the integer value of priority ({spec['priority']}) "
-                                    f"must not be provided in pod spec; priority admission controller computed "
-                                    f"{value} from the given PriorityClass name")
-            if name:
-                spec["priorityClassName"] = name
-            spec["priority"] = value
-            if not spec.get("preemptionPolicy"):
-                spec["preemptionPolicy"] = policies.get(name, "PreemptLowerPriority")
+        spec = pod["spec"]
+        name = spec.get("priorityClassName") or ""
+        if name:
+            if name not in values:
+                return f"spec.priorityClassName: no PriorityClass with name {name} was found"
+            value = values[name]
+        elif default is not None:
+            name, value = default, values[default]
+        else:
+            value = 0
+        if spec.get("priority") is not None and spec["priority"] != value:
+            return (f"spec.priority: the integer value of priority ({spec['priority']}) must not be provided in "
+                    f"pod spec; priority admission controller computed {value} from the given PriorityClass name")
+        if name:
+            spec["priorityClassName"] = name
+        spec["priority"] = value
+        if not spec.get("preemptionPolicy"):
+            spec["preemptionPolicy"] = policies.get(name, "PreemptLowerPriority")
+        return None
 
     def _make_podgroups(self) -> None:
         """The podgroup controller: one PodGroup per bare pod, and the pod annotated with it."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..api.pod_defaults import default_pod
 from ..cache import Cache
 from ..controllers import job_state as js
 from ..controllers.job import OUT_OF_SYNC_KEY, podgroup_name
@@ -221,16 +222,26 @@ class SimJobs:
                 self._seen_pods[f"{ns}/{name}"] = copy.deepcopy(pod)  # the deletion event carries the annotation
                 self.cache.delete_pod(pod["metadata"].get("uid"))
                 changed = True
+        refused = []
         for pod in out.create_pods:
             pkey = f"{ns}/{pod['metadata']['name']}"
             if pkey in self.cluster.pods:
                 continue  # AlreadyExists is ignored
+            # the API server's create: its defaults, then the Priority admission plugin
+            pod["status"] = {}
+            default_pod(pod)
+            refusal = self.cluster.admit_pod(pod)
+            if refusal is not None:
+                refused.append(f"failed to create pod {pod['metadata']['name']}, err: {refusal}")
+                continue
             self._uids += 1
             pod["metadata"]["uid"] = str(uuid.uuid5(_UID_NS, f"{pkey}/{self._uids}"))
             pod["metadata"]["creationTimestamp"] = _rfc3339(now)
-            pod["status"] = {"phase": "Pending"}
             self.cluster.pods[pkey] = pod
             self.cache.add_pod(pod)
+            changed = True
+        if refused:  # syncJob: one event, and the sync fails before it writes the job's status
+            rec.events.append(js.JobEvent("Warning", "FailedCreate", f"Error creating pods: [{' '.join(refused)}]"))
             changed = True
         pg_key = _pg_key(job)
         if out.delete_podgroup and pg_key in self.cluster.podgroups:
@@ -253,7 +264,7 @@ class SimJobs:
                 self.objects[okey] = obj
         for kind, name in out.delete_objects:
             self.objects.pop((kind, ns, name), None)
-        if out.write_status:
+        if out.write_status and not refused:
             old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
             if job.get("status") != out.status:
                 job["status"] = out.status

@@ -12,9 +12,10 @@ server and the webhooks apply on create, on a deep copy of each document:
 - ``metadata.uid``: a uuid5 over kind, namespace and name;
 - ``metadata.creationTimestamp``: 2026-01-01T00:00:00Z plus one second per
   object in input order; given timestamps are normalised to RFC 3339 ``Z`` form;
-- Pod: ``spec.schedulerName`` ``default-scheduler``, ``status.phase``
-  ``Pending``, and each container's missing ``requests`` taken from its
-  ``limits`` (``SetDefaults_Pod``);
+- Pod: what the API server defaults and its default admission plugins add
+  (scheduler/api/pod_defaults.py: requests from limits, ``schedulerName``,
+  host ports under ``hostNetwork``, the not-ready/unreachable tolerations,
+  ``status.phase`` ``Pending``, ...);
 - Node: ``status.allocatable`` from ``status.capacity`` when it is missing
   (``SetDefaults_NodeStatus``);
 - PodGroup: ``spec.queue`` ``default`` when missing (the CRD default);
@@ -44,6 +45,7 @@ from typing import Any, NoReturn, TextIO
 
 import yaml
 
+from ..api.pod_defaults import default_pod
 from ..api.quantity import QuantityError, parse_quantity
 
 __all__ = ["Manifest", "ManifestError", "load_manifests"]
@@ -213,6 +215,10 @@ def _documents(label: str, text: str) -> Iterator[tuple[str, dict]]:
                 yield source, doc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{label}: document {index}", _yaml_problem(exc)) from exc
+    except ManifestError:
+        raise
+    except (ValueError, OverflowError) as exc:  # PyYAML's timestamp constructor: 2026-13-45 and the like
+        raise ManifestError(f"{label}: document {index}", f"YAML error: invalid value: {exc}") from exc
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -352,17 +358,18 @@ def _validate_pod(obj: dict, check: _Checker) -> None:
     if spec.get("tolerations") is not None:
         for i, toleration in enumerate(_list(spec["tolerations"], check, "spec.tolerations")):
             _validate_toleration(toleration, check, f"spec.tolerations[{i}]")
-    if not spec.get("schedulerName"):
-        spec["schedulerName"] = "default-scheduler"
+    _optional_bool(spec.get("hostNetwork"), check, "spec.hostNetwork")
+    if spec.get("terminationGracePeriodSeconds") is not None:
+        _int(spec["terminationGracePeriodSeconds"], check, "spec.terminationGracePeriodSeconds", 0, 2**63 - 1)
 
     status = _mapping(obj.get("status"), check, "status")
     obj["status"] = status
-    if status.get("phase") in (None, ""):
-        status["phase"] = "Pending"
-    _one_of(status["phase"], _POD_PHASES, check, "status.phase")
+    if status.get("phase") not in (None, ""):
+        _one_of(status["phase"], _POD_PHASES, check, "status.phase")
     for field in ("nominatedNodeName", "reason", "message"):
         if status.get(field) is not None:
             _string(status[field], check, f"status.{field}")
+    default_pod(obj)
 
 
 def _validate_container(container: Any, check: _Checker, path: str, names: set[str]) -> None:
@@ -406,16 +413,9 @@ def _validate_resource_requirements(resources: dict, check: _Checker, path: str)
         for name in raw:
             _check_container_resource_name(name, check, f"{path}.{key}.{name}")
         parsed[key] = _resource_list(raw, check, f"{path}.{key}")
+    # a limit without a request makes the request (api/pod_defaults.py, after these checks): equal, valid
     requests, limits = parsed["requests"], parsed["limits"]
     limits_raw = resources.get("limits") or {}
-    if limits_raw:
-        # SetDefaults_Pod: a limit without a request makes the request
-        requests_raw = resources.get("requests") or {}
-        for name, value in limits_raw.items():
-            if name not in requests_raw:
-                requests_raw[name] = copy.deepcopy(value)
-                requests[name] = limits[name]
-        resources["requests"] = requests_raw
     requests_raw = resources.get("requests") or {}
     for name, request in requests.items():
         if name not in limits:
@@ -592,7 +592,7 @@ def _validate_job(obj: dict, check: _Checker) -> None:
     _validate_policies(spec.get("policies"), check, "spec.policies")
     for i, task in enumerate(_list(spec.get("tasks") or [], check, "spec.tasks")):
         path = f"spec.tasks[{i}]"
-        task = _mapping(task, check, path)
+        task = _item(task, check, path)
         if task.get("name") is not None:
             _string(task["name"], check, f"{path}.name")
         for key in ("replicas", "minAvailable", "maxRetry"):
@@ -627,7 +627,7 @@ def _validate_policies(policies: Any, check: _Checker, path: str) -> None:
     if policies is None:
         return
     for i, policy in enumerate(_list(policies, check, path)):
-        policy = _mapping(policy, check, f"{path}[{i}]")
+        policy = _item(policy, check, f"{path}[{i}]")
         for key in ("event", "action"):
             if policy.get(key) is not None:
                 _string(policy[key], check, f"{path}[{i}].{key}")
@@ -726,6 +726,13 @@ def _mapping(value: Any, check: _Checker, path: str) -> dict:
     if not isinstance(value, dict):
         check.fail(path, f"must be a mapping, got {_describe(value)}")
     return value
+
+
+def _item(value: Any, check: _Checker, path: str) -> dict:
+    """A list item that must be a mapping: null is refused, as a structural schema refuses it."""
+    if value is None:
+        check.fail(path, "must be a mapping, got null")
+    return _mapping(value, check, path)
 
 
 def _list(value: Any, check: _Checker, path: str) -> list:

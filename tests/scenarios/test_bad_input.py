@@ -17,6 +17,14 @@ from .conftest import node, pod, podgroup
      "document 1 (Pod default/p): metadata.annotations[scheduling.volcano.sh/queue-name]: Queue nowhere not found"),
     (node("n1") + podgroup("pg", 1, queue="nowhere"), "(PodGroup default/pg): spec.queue: Queue nowhere not found"),
     (podgroup("pg", -1), "(PodGroup default/pg): spec.minMember"),
+    # found by fuzzing (tests/scenarios/fuzz_manifests.py), each once a traceback
+    (node("n1") + pod("p", cpu="1e101"), "document 1 (Pod default/p): spec.containers[0].resources.requests.cpu"),
+    (node("n1") + pod("p", cpu="1.0e+308"), "document 1 (Pod default/p): spec.containers[0].resources.requests.cpu"),
+    (node("n1", cpu="1" + "0" * 120), "document 0 (Node n1): status.allocatable.cpu"),
+    ("kind: Node\nmetadata: {name: n1, creationTimestamp: 2026-13-45T10:00:00Z}", "cluster.yaml: document 0"),
+    ("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  policies: [null]\n"
+     "  tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c, image: i}]}}}]",
+     "(Job default/j): spec.policies[0]: must be a mapping, got null"),
 ])
 def test_bad_manifests_exit_2_with_one_line(simulate, manifests, expected):
     code, err = simulate(manifests)
