@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,8 +186,10 @@ class KubeClient:
             if cont is None or first_page_only:
                 return items, meta.get("resourceVersion") or None
 
-    async def watch(self, path: str, query: Mapping[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
-        """A watch stream: one event dict per line, until the server ends it or ``timeout`` of silence."""
+    async def watch(self, path: str, query: Mapping[str, Any], timeout: float,
+                    on_open: Callable[[], None] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """A watch stream: one event dict per line, until the server ends it or ``timeout`` of silence;
+        ``on_open`` is called once the server has accepted it."""
         t = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout)
         resp = await self._send("GET", path, {**query, "watch": "true"}, None, "application/json", t)
         try:
@@ -198,6 +200,8 @@ class KubeClient:
                 except ValueError:
                     doc = {}
                 raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
+            if on_open is not None:
+                on_open()
             while True:
                 try:
                     line = await resp.content.readline()

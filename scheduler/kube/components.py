@@ -14,6 +14,7 @@ import structlog
 from ..metrics import ControllerMetrics
 from .api import Kind, KubeClient
 from .controllers import ControllerOptions, Controllers, GroupHandoff
+from .health import Health, watches_check
 from .informer import InformerSet
 
 log = structlog.get_logger("vcsched.controllers")
@@ -57,11 +58,15 @@ def build_informers(ctl: Controllers, client: KubeClient, watch_timeout: float =
 async def run_controllers(client: KubeClient, stop: asyncio.Event, options: ControllerOptions | None = None,
                           ready: asyncio.Event | None = None, ctl: Controllers | None = None,
                           watch_timeout: float = 300.0, metrics: ControllerMetrics | None = None,
-                          handoff: GroupHandoff | None = None) -> None:
+                          handoff: GroupHandoff | None = None, health: Health | None = None) -> None:
     """Run the controllers until ``stop`` is set, in the calling event loop (``ready``: set once every
-    informer has its initial list and the handlers run; ``handoff``: the scheduler in this process)."""
+    informer has its initial list and the handlers run; ``handoff``: the scheduler in this process;
+    ``health``: where their readiness and watches are checked from now on)."""
     ctl = ctl or Controllers(client, options or ControllerOptions(), metrics, handoff)
     informers = build_informers(ctl, client, watch_timeout)
+    if health is not None:
+        health.readiness(lambda: None if informers.synced.is_set() else "controllers: caches not synced")
+        health.liveness(watches_check(lambda: informers.reflectors, "controllers"))
     running = asyncio.ensure_future(informers.run())
     stopping = asyncio.ensure_future(stop.wait())
     synced = asyncio.ensure_future(informers.synced.wait())
@@ -95,9 +100,11 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
     tasks: list[asyncio.Task[Any]] = []
     if runtime is not None:
         metrics = ControllerMetrics(runtime.scheduler.metrics.registry)
+        health = runtime.health
     else:
         metrics = ControllerMetrics()
-    http = await serve_http(metrics.registry, listen) if runtime is None and listen else None
+        health = Health()
+    http = await serve_http(metrics.registry, listen, health) if runtime is None and listen else None
 
     async def controllers() -> int:
         if controller_client is None:
@@ -110,8 +117,16 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
-        await run_controllers(controller_client, ctl_stop, options, metrics=metrics,
-                              handoff=runtime)
+        try:
+            await run_controllers(controller_client, ctl_stop, options, metrics=metrics, handoff=runtime,
+                                  health=health)
+        except Exception:
+            log.exception("controllers failed")
+        if not ctl_stop.is_set():
+            # never half alive: the whole process stops, non-zero, and Kubernetes restarts it
+            log.error("controllers stopped unexpectedly; stopping")
+            stop.set()
+            return 1
         return 1 if leader is not None and leader.lost.is_set() else 0
 
     async def watch_stop() -> int:

@@ -5,7 +5,8 @@ The scheduler conf comes from the ConfigMap (hot reload, last good conf kept) or
 from ``--scheduler-conf``.  No session runs before every initial list is synced;
 with leader election only the leader runs sessions, and a leader that loses its
 Lease stops (exit 1, as Volcano's scheduler exits) so that its replacement
-container starts from a fresh list.  /metrics and /healthz are served on --listen.
+container starts from a fresh list.  /metrics, /healthz and /readyz (health.py) are
+served on --listen.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..framework.session import NodesToFind
 from ..metrics import Metrics
 from ..scheduler import Scheduler, freeze_heap
 from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
+from .health import Health, watches_check
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
 from .source import Backoff, CacheFeeder, Reflector, object_key
@@ -66,26 +68,36 @@ class RunOptions:
     watch_backoff: tuple[float, float] = (0.2, 10.0)
     watch_timeout: float = 300.0
     # on stop, how long to wait for the binds in flight (below the pod's terminationGracePeriodSeconds)
-    shutdown_grace: float = 20.0
+    shutdown_grace: float = 10.0
+    # /healthz fails once no session has completed for this long while this replica leads
+    session_stall: float = 120.0
 
 
-async def serve_http(registry: Any, listen: str) -> web.AppRunner:
-    """/metrics (``registry`` in Prometheus' text format) and /healthz on ``listen``; the caller cleans up."""
+async def serve_http(registry: Any, listen: str, health: Health) -> web.AppRunner:
+    """/metrics (``registry`` in Prometheus' text format), /healthz and /readyz (``health``) on ``listen``;
+    the caller cleans up.  A failing check answers 503 with what is wrong, a line each."""
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
+    def answer(problems: list[str]) -> web.Response:
+        return web.Response(text="\n".join(problems) + "\n", status=503) if problems else web.Response(text="ok")
+
     async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        return answer(health.problems())
+
+    async def readyz(_: web.Request) -> web.Response:
+        return answer(health.unready() or health.problems())
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, port = parse_listen(listen)
     await web.TCPSite(runner, host, port).start()
-    log.info("serving /metrics and /healthz", listen=f"{host}:{runner.addresses[0][1]}")
+    log.info("serving /metrics, /healthz and /readyz", listen=f"{host}:{runner.addresses[0][1]}")
     return runner
 
 
@@ -244,6 +256,11 @@ class Runtime:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.synced = asyncio.Event()
         self.sessions = 0
+        self._session_done_at: float | None = None  # loop time of the last session completed (or leadership taken)
+        self.health = Health()
+        self.health.readiness(lambda: None if self.synced.is_set() else "scheduler: caches not synced")
+        self.health.liveness(watches_check(self._all_reflectors, "scheduler"))
+        self.health.liveness(self._session_stalled)
         self.http_port: int | None = None
         self._runner: web.AppRunner | None = None
         if options.scheduler_conf:
@@ -290,12 +307,25 @@ class Runtime:
             r = self._reflector(CONFIGMAPS, self.mindcluster, namespace=ns, label_selector=selector)
             self._mindcluster_watches[(ns, selector)] = (r, self.spawn(r.run()))
 
-    # -- http -----------------------------------------------------------------------------------
+    # -- health and http ----------------------------------------------------------------------
+
+    def _all_reflectors(self) -> list[Reflector]:
+        return [*self.reflectors, *(r for r, _ in self._device_watches.values()),
+                *(r for r, _ in self._mindcluster_watches.values())]
+
+    def _session_stalled(self) -> str | None:
+        done = self._session_done_at
+        if done is None or (self.elector is not None and not self.elector.leading.is_set()):
+            return None
+        idle = asyncio.get_running_loop().time() - done
+        if idle > self.options.session_stall:
+            return f"scheduler: no session completed for {idle:.0f} s"
+        return None
 
     async def _start_http(self) -> None:
         if not self.options.listen:
             return
-        self._runner = await serve_http(self.scheduler.metrics.registry, self.options.listen)
+        self._runner = await serve_http(self.scheduler.metrics.registry, self.options.listen, self.health)
         self.http_port = self._runner.addresses[0][1]
 
     # -- the loop -------------------------------------------------------------------------------
@@ -391,11 +421,14 @@ class Runtime:
                          identity=self.identity)
                 if await _first(self.spawn(self.elector.leading.wait()), stopping) is stopping:
                     return 0
+            loop = asyncio.get_running_loop()
+            self._session_done_at = loop.time()
             while not stop.is_set():
                 if self.elector is not None and self.elector.lost.is_set():
                     raise LeadershipLost()
                 try:
                     await self.run_session()
+                    self._session_done_at = loop.time()
                 except LeadershipLost:
                     raise
                 except Exception:

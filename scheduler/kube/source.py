@@ -93,6 +93,7 @@ class Reflector:
         self.store: dict[str, dict[str, Any]] = {}
         self.resource_version: str | None = None
         self.synced = asyncio.Event()
+        self.failing_since: float | None = None  # monotonic time of the first failure since the last success
         self.log = log.bind(resource=kind.plural, namespace=namespace, field_selector=field_selector)
 
     async def run(self) -> None:
@@ -105,11 +106,14 @@ class Reflector:
                     self.backoff.reset()
                 await self._watch()
                 # the server ended the stream (its timeout): resume at once from where we are
+                self.failing_since = None
             except ApiError as e:
                 if e.status == 410:
                     self.log.info("watch expired, relisting", error=str(e))
                     need_list = True
                     continue
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
                 delay = self.backoff.next()
                 self.log.warning("list/watch failed, retrying", error=str(e), retry_in=round(delay, 3))
                 await asyncio.sleep(delay)
@@ -118,6 +122,7 @@ class Reflector:
         items, self.resource_version = await self.client.list(
             self.kind.path(self.namespace), {"fieldSelector": self.field_selector, "labelSelector": self.label_selector})
         self._replace(items)
+        self.failing_since = None
         self.synced.set()
         self.log.debug("listed", count=len(items), resource_version=self.resource_version)
 
@@ -148,12 +153,16 @@ class Reflector:
         self.handler.upsert(obj)
         return True
 
+    def _watching(self) -> None:
+        self.failing_since = None  # the server accepted the watch
+
     async def _watch(self) -> None:
         query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": int(self.watch_timeout), "fieldSelector": self.field_selector,
                  "labelSelector": self.label_selector}
         # a silent stream longer than the server's own timeout is a dead connection
-        async for event in self.client.watch(self.kind.path(self.namespace), query, self.watch_timeout + 30):
+        async for event in self.client.watch(self.kind.path(self.namespace), query, self.watch_timeout + 30,
+                                             self._watching):
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":

@@ -181,10 +181,11 @@ def test_deployment_runs_vcsched_with_leader_election(default):
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
-        assert get["path"] == "/healthz"
+        assert get["path"] == path
         assert ports[get["port"]] == 8080
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 30
     assert pod["spec"]["serviceAccountName"] == default.one("ServiceAccount")["metadata"]["name"]
 
 

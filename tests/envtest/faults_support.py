@@ -332,7 +332,7 @@ def log_lines(proc: Process, *needles: str) -> list[str]:
 
 def metrics_port(proc: Process) -> int | None:
     for rec in log_records(proc):
-        if rec.get("event") == "serving /metrics and /healthz":
+        if rec.get("event") == "serving /metrics, /healthz and /readyz":
             return int(str(rec["listen"]).rsplit(":", 1)[1])
     return None
 
