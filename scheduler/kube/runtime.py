@@ -454,17 +454,22 @@ class Runtime:
         # Binds in flight are waited for, not abandoned: the API server carries out a Binding
         # even when its client has gone, so a successor that started while they were pending
         # would see those pods pending and their GPUs free, and place something else there.
-        # Only then is the Lease released for a standby to take over.
-        if not await self.sink.drain(self.options.shutdown_grace):
-            log.warning("writes still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight,
-                        writes=self.sink.writes_in_flight)
-        await self.sink.cancel()
+        # Then the Lease is given up, so that a standby leads at once; the status writes,
+        # evictions and events in flight get what is left of the grace period after that (a
+        # successor recomputes every status anyway).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.shutdown_grace
+        binds_done = await self.sink.drain_binds(self.options.shutdown_grace)
         if self.elector is not None:
             # stop renewing first: a renewal racing the release would make it fail with 409
             if self._elector_task is not None:
                 self._elector_task.cancel()
                 await asyncio.gather(self._elector_task, return_exceptions=True)
             await self.elector.release()
+        if not binds_done or not await self.sink.drain(max(0.0, deadline - loop.time())):
+            log.warning("writes still in flight at shutdown; abandoning them", binds=self.sink.binds_in_flight,
+                        writes=self.sink.writes_in_flight)
+        await self.sink.cancel()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -355,9 +355,8 @@ class KubeSink:
     def writes_in_flight(self) -> int:
         return len(self.writes)
 
-    async def drain(self, timeout: float | None = None) -> bool:
-        """Wait for the binds in flight, the status writes and evictions, then the events they
-        emitted (at most ``timeout`` seconds in all); whether everything was written."""
+    async def drain_binds(self, timeout: float | None = None) -> bool:
+        """Wait for the binds in flight (at most ``timeout`` seconds); whether they all answered."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while self._binds:
@@ -365,6 +364,15 @@ class KubeSink:
             if left is not None and left <= 0:
                 return False
             await asyncio.wait(list(self._binds), timeout=left)
+        return True
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the binds in flight, the status writes and evictions, then the events they
+        emitted (at most ``timeout`` seconds in all); whether everything was written."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        if not await self.drain_binds(timeout):
+            return False
         if not await self.writes.drain(deadline):
             return False
         return await self.events.flush(None if deadline is None else max(0.0, deadline - loop.time()))
