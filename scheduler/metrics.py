@@ -347,3 +347,10 @@ class ControllerMetrics:
         """DeleteQueueMetrics: the queue is gone."""
         for gauge in self.pod_groups.values():
             _remove(gauge, queue)
+
+
+def api_errors(registry: CollectorRegistry) -> Counter:
+    """``vcsched_api_errors_total{code,resource,verb}``: requests the API server refused (Volcano has no
+    such metric; client-go's rest_client_requests_total counts by code and method only)."""
+    return Counter("api_errors", "Requests the Kubernetes API server answered with an error, by status code, "
+                   "resource and verb", ["code", "resource", "verb"], namespace="vcsched", registry=registry)

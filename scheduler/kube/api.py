@@ -20,8 +20,11 @@ from typing import Any
 
 import aiohttp
 import orjson
+import structlog
 from kubernetes.aio import client as kclient
 from kubernetes.aio import config as kconfig
+
+log = structlog.get_logger("vcsched.kube.api")
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -68,6 +71,56 @@ REPLICA_SETS = Kind("apps", "v1", "replicasets", True)
 DAEMON_SETS = Kind("apps", "v1", "daemonsets", True)
 STATEFUL_SETS = Kind("apps", "v1", "statefulsets", True)
 BATCH_JOBS = Kind("batch", "v1", "jobs", True)
+
+
+def resource_and_verb(method: str, path: str, query: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(``pods``, ``create``)-style names of a request, as RBAC names them (``pods/binding`` for a
+    subresource; ``list`` or ``watch`` for a collection GET)."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]  # after /api/v1 or /apis/<group>/<version>
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    resource = "/".join(rest[:1] + rest[2:3])
+    named = len(rest) >= 2
+    if method == "GET":
+        verb = "get" if named else ("watch" if (query or {}).get("watch") == "true" else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+    return resource, verb
+
+
+class ApiErrors:
+    """What the API server refused, for ``vcsched_api_errors_total{code,resource,verb}``, and 403s: one
+    log line per resource and verb when the permission goes, one when it comes back."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str, str], int] = {}
+        self.denied: set[tuple[str, str]] = set()
+        self.on_error: Callable[[str, str, str], None] | None = None  # (code, resource, verb), e.g. a metric
+
+    def failed(self, status: int, method: str, path: str, query: Mapping[str, Any] | None, user_agent: str) -> None:
+        resource, verb = resource_and_verb(method, path, query)
+        key = (str(status), resource, verb)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.on_error is not None:
+            self.on_error(*key)
+        if status == 403 and (resource, verb) not in self.denied:
+            self.denied.add((resource, verb))
+            log.error("permission denied", verb=verb, resource=resource, client=user_agent,
+                      hint="work that needs it waits until it is back: check the ClusterRole and its binding")
+
+    def succeeded(self, method: str, path: str, query: Mapping[str, Any] | None, user_agent: str) -> None:
+        resource, verb = resource_and_verb(method, path, query)
+        if (resource, verb) in self.denied:
+            self.denied.discard((resource, verb))
+            log.info("permission restored", verb=verb, resource=resource, client=user_agent)
+
+
+def warn_unless_denied(logger: Any, event: str, error: Exception, **kw: Any) -> None:
+    """A failed request's warning; a 403 only at debug level (ApiErrors logs a denial once per resource
+    and verb, not once per pod and session)."""
+    status = getattr(error, "status", None)
+    (logger.debug if status == 403 else logger.warning)(event, error=str(error), **kw)
 
 
 class ApiError(Exception):
@@ -127,7 +180,9 @@ class KubeClient:
         configuration.client_session_kwargs = {**(configuration.client_session_kwargs or {}), "trust_env": False}
         self.api = kclient.ApiClient(configuration)
         self.api.user_agent = user_agent
+        self.user_agent = user_agent
         self.request_timeout = request_timeout
+        self.errors = ApiErrors()
 
     async def close(self) -> None:
         await self.api.close()
@@ -160,7 +215,10 @@ class KubeClient:
         except ValueError:
             doc = {}
         if resp.status >= 300:
+            self.errors.failed(resp.status, method, path, query, self.user_agent)
             raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
+        if self.errors.denied:
+            self.errors.succeeded(method, path, query, self.user_agent)
         return doc if isinstance(doc, dict) else {}
 
     async def get(self, path: str) -> dict[str, Any] | None:
@@ -199,7 +257,10 @@ class KubeClient:
                     doc = orjson.loads(raw)
                 except ValueError:
                     doc = {}
+                self.errors.failed(resp.status, "GET", path, {**query, "watch": "true"}, self.user_agent)
                 raise ApiError(resp.status, str(doc.get("reason") or resp.reason or ""), doc)
+            if self.errors.denied:
+                self.errors.succeeded("GET", path, {**query, "watch": "true"}, self.user_agent)
             if on_open is not None:
                 on_open()
             while True:

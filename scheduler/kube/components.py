@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from ..metrics import ControllerMetrics
+from ..metrics import ControllerMetrics, api_errors
 from .api import Kind, KubeClient
 from .controllers import ControllerOptions, Controllers, GroupHandoff
 from .health import Health, watches_check
@@ -105,6 +105,10 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
         metrics = ControllerMetrics()
         health = Health()
     http = await serve_http(metrics.registry, listen, health) if runtime is None and listen else None
+    refused = api_errors(metrics.registry)
+    for c in (client, controller_client):
+        if c is not None:
+            c.errors.on_error = lambda code, resource, verb: refused.labels(code, resource, verb).inc()
 
     async def controllers() -> int:
         if controller_client is None:

@@ -49,7 +49,7 @@ from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
-                  STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient)
+                  STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient, warn_unless_denied)
 from .lister import Lister, pod_index_keys, podgroup_queue_keys
 
 log = structlog.get_logger("vcsched.controllers")
@@ -307,7 +307,7 @@ class Controllers:
                     await self._sync(key, request, action, pod_update)
                     return
                 except (ApiError, SyncError) as e:
-                    log.warning("job request failed", job=key, action=action or "", error=str(e), attempt=attempt)
+                    warn_unless_denied(log, "job request failed", e, job=key, action=action or "", attempt=attempt)
                     if attempt < o.max_requeue:
                         await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
             with contextlib.suppress(ApiError, SyncError):
@@ -540,7 +540,7 @@ class Controllers:
         try:
             await self.client.request("POST", EVENTS.path(ns), body=body)
         except ApiError as e:
-            log.warning("event not recorded", reason=reason, object=f"{ns}/{meta.get('name')}", error=str(e))
+            warn_unless_denied(log, "event not recorded", e, reason=reason, object=f"{ns}/{meta.get('name')}")
 
     # -- delayed actions ---------------------------------------------------------------------------
 
@@ -611,7 +611,7 @@ class Controllers:
             log.info("finished job deleted (ttlSecondsAfterFinished)", job=key)
         except ApiError as e:
             if e.status not in (404, 409):
-                log.warning("TTL deletion failed", job=key, error=str(e))
+                warn_unless_denied(log, "TTL deletion failed", e, job=key)
 
     def _forget_job(self, key: str) -> None:
         self._jobs_seen.pop(key, None)
@@ -640,7 +640,7 @@ class Controllers:
                 await fn()
                 return None
             except ApiError as e:
-                log.warning("request failed", what=what, error=str(e), attempt=attempt)
+                warn_unless_denied(log, "request failed", e, what=what, attempt=attempt)
                 if attempt == o.max_requeue:
                     return e
                 await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
@@ -719,7 +719,7 @@ class Controllers:
                 owner = stored.get(ns, name) if stored is not None and stored.get(ns, name) is not None else \
                     await self.client.get(_OWNER_KINDS[(group, kind)].path(ns, name))
             except ApiError as e:
-                log.warning("pod owner not read", pod="/".join(_ns_name(pod)), owner=f"{kind}/{name}", error=str(e))
+                warn_unless_denied(log, "pod owner not read", e, pod="/".join(_ns_name(pod)), owner=f"{kind}/{name}")
                 continue
             if owner is not None:
                 found.append((owner.get("metadata") or {}).get("annotations"))

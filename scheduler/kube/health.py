@@ -41,8 +41,7 @@ def watches_check(reflectors: Callable[[], Iterable[Any]], what: str) -> Check:
 
     def check() -> str | None:
         now = monotonic()
-        broken = sorted(r.kind.plural for r in reflectors()
-                        if r.failing_since is not None and now - r.failing_since > 2 * r.watch_timeout)
+        broken = sorted(r.kind.plural for r in reflectors() if r.broken_for(now) > 2 * r.watch_timeout)
         return f"{what}: watch of {', '.join(broken)} broken" if broken else None
 
     return check

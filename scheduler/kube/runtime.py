@@ -15,6 +15,7 @@ import asyncio
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -427,7 +428,14 @@ class Runtime:
                 if self.elector is not None and self.elector.lost.is_set():
                     raise LeadershipLost()
                 try:
-                    await self.run_session()
+                    now = time.monotonic()
+                    stale = [r.kind.plural for r in self._all_reflectors() if not r.current(now)]
+                    if stale:
+                        # a watch is down or relisting: what the cache holds of that kind may be gone (a
+                        # node deleted meanwhile would get pods); wait for it rather than bind on it
+                        log.debug("caches catching up; no session", kinds=stale)
+                    else:
+                        await self.run_session()
                     self._session_done_at = loop.time()
                 except LeadershipLost:
                     raise

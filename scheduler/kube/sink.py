@@ -34,7 +34,8 @@ from typing import Any
 import structlog
 
 from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
-from .api import EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
+from .api import (EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient,
+                  warn_unless_denied)
 from ..metrics import Metrics
 from ..api.types import GROUP_NAME_ANNOTATION
 from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time
@@ -173,7 +174,7 @@ class EventRecorder:
                 return
         except ApiError as e:
             if e.status != 404:
-                log.warning("event not recorded", reason=reason, object=f"{namespace}/{name}", error=str(e))
+                warn_unless_denied(log, "event not recorded", e, reason=reason, object=f"{namespace}/{name}")
                 return
             # the event expired on the server: write a new one
         ev_name = f"{name}.{uuid.uuid4().hex[:16]}"
@@ -190,7 +191,7 @@ class EventRecorder:
         try:
             await self.client.request("POST", EVENTS.path(namespace), body=body)
         except ApiError as e:
-            log.warning("event not recorded", reason=reason, object=f"{namespace}/{name}", error=str(e))
+            warn_unless_denied(log, "event not recorded", e, reason=reason, object=f"{namespace}/{name}")
             return
         self._seen[key] = (ev_name, 1)
         if len(self._seen) > EVENT_CACHE:
@@ -344,8 +345,8 @@ class KubeSink:
                     del self.feeder.owed[uid]
                 return
             owed.sent = False  # the next session's end tries again
-            log.warning("pod group annotation not written", pod=f"{owed.namespace}/{owed.name}",
-                        podgroup=owed.podgroup, error=str(err))
+            warn_unless_denied(log, "pod group annotation not written", err, pod=f"{owed.namespace}/{owed.name}",
+                               podgroup=owed.podgroup)
 
     @property
     def binds_in_flight(self) -> int:
@@ -399,8 +400,8 @@ class KubeSink:
                     self.feeder.evict_failed(e.uid)
                     raise
         except ApiError as err:
-            log.warning("write failed", effect=type(e).__name__, error=str(err),
-                        object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
+            warn_unless_denied(log, "write failed", err, effect=type(e).__name__,
+                               object=f"{getattr(e, 'namespace', '')}/{e.name}".lstrip("/"))
 
     def _uid(self, kind: str, namespace: str, name: str) -> str:
         if kind == "Pod":
@@ -431,7 +432,7 @@ class KubeSink:
                     await self._resync(e, mine)
                     return
                 self.bind_failures += 1
-                log.warning("bind failed", pod=f"{e.namespace}/{e.name}", node=e.node, error=str(err))
+                warn_unless_denied(log, "bind failed", err, pod=f"{e.namespace}/{e.name}", node=e.node)
                 self.feeder.forget(e.uid, mine)
                 msg = f"failed to bind to node {e.node}: {err}"
                 await self._write_condition(e.namespace, e.name, "SchedulerError", msg, "")
@@ -460,7 +461,7 @@ class KubeSink:
             if err.status == 404:
                 self.feeder.settle(e.uid, mine)  # gone: its DELETED event removes it
                 return
-            log.warning("resync failed; the watch will correct the pod", pod=f"{e.namespace}/{e.name}", error=str(err))
+            warn_unless_denied(log, "resync failed; the watch will correct the pod", err, pod=f"{e.namespace}/{e.name}")
             self.feeder.forget(e.uid, mine)
             return
         self.feeder.settle(e.uid, mine)
@@ -473,7 +474,7 @@ class KubeSink:
         try:
             obj = await self._patch(NODES.path(None, e.node), body, MERGE_PATCH, f"node lock {e.node} {e.key}")
         except ApiError as err:
-            log.warning("node lock failed; not binding there", node=e.node, lock=e.key, error=str(err))
+            warn_unless_denied(log, "node lock failed; not binding there", err, node=e.node, lock=e.key)
             return False
         if obj.get("metadata"):
             self.feeder.cache.update_node(obj)  # the next session sees the lock without waiting for the watch
@@ -533,7 +534,7 @@ class KubeSink:
             obj = await self._patch(PODS.path(namespace, name, "status"), body, STRATEGIC_MERGE_PATCH,
                                     f"pod status {namespace}/{name}")
         except ApiError as err:
-            log.warning("pod condition not written", pod=f"{namespace}/{name}", error=str(err))
+            warn_unless_denied(log, "pod condition not written", err, pod=f"{namespace}/{name}")
             return
         if obj.get("metadata"):
             self.feeder.pod(obj)

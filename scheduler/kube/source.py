@@ -31,7 +31,7 @@ from ..api.task_info import parse_timestamp
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
 from ..metrics import Metrics
-from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind
+from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind, warn_unless_denied
 
 log = structlog.get_logger("vcsched.kube.source")
 
@@ -94,6 +94,8 @@ class Reflector:
         self.resource_version: str | None = None
         self.synced = asyncio.Event()
         self.failing_since: float | None = None  # monotonic time of the first failure since the last success
+        self.opened_at: float | None = None  # when the server last accepted a watch
+        self.relisting = False  # a watch answered 410 Gone: the store is stale until the list is in
         self.log = log.bind(resource=kind.plural, namespace=namespace, field_selector=field_selector)
 
     async def run(self) -> None:
@@ -110,12 +112,13 @@ class Reflector:
             except ApiError as e:
                 if e.status == 410:
                     self.log.info("watch expired, relisting", error=str(e))
-                    need_list = True
+                    need_list = self.relisting = True
                     continue
+                self.opened_at = None
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
                 delay = self.backoff.next()
-                self.log.warning("list/watch failed, retrying", error=str(e), retry_in=round(delay, 3))
+                warn_unless_denied(self.log, "list/watch failed, retrying", e, retry_in=round(delay, 3))
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
@@ -123,6 +126,7 @@ class Reflector:
             self.kind.path(self.namespace), {"fieldSelector": self.field_selector, "labelSelector": self.label_selector})
         self._replace(items)
         self.failing_since = None
+        self.relisting = False
         self.synced.set()
         self.log.debug("listed", count=len(items), resource_version=self.resource_version)
 
@@ -154,7 +158,25 @@ class Reflector:
         return True
 
     def _watching(self) -> None:
-        self.failing_since = None  # the server accepted the watch
+        self.opened_at = time.monotonic()  # the server accepted the watch
+
+    # a resumed watch the server accepted and kept open this long without a 410 is up (a 410 comes at once)
+    SETTLE = 1.0
+
+    def broken_for(self, now: float) -> float:
+        """Seconds since this list/watch failed without a success since (0 when up)."""
+        failed = self.failing_since
+        if failed is None:
+            return 0.0
+        opened = self.opened_at
+        if opened is not None and opened >= failed and now - opened >= self.SETTLE:
+            return 0.0
+        return now - failed
+
+    def current(self, now: float) -> bool:
+        """Listed, not relisting after a 410, and its watch up: what the store holds is what the API holds
+        but for events in flight."""
+        return self.synced.is_set() and not self.relisting and self.broken_for(now) == 0.0
 
     async def _watch(self) -> None:
         query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
@@ -167,6 +189,7 @@ class Reflector:
             obj = event.get("object") or {}
             if kind == "ERROR":
                 raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or ""), obj)
+            self.failing_since = None
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if kind == "BOOKMARK":
                 self.resource_version = rv or self.resource_version

@@ -4,6 +4,8 @@ evictions (pods/status, DELETE), Events, PodGroup/Queue/Job status, its Lease, t
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from .conftest import USER, Kube, VcschedRunner, condition, forbidden_lines, pod, podgroup, priority_class
@@ -77,3 +79,43 @@ async def _job_pod(kube: Kube) -> bool:
 async def _unschedulable(kube: Kube, name: str) -> bool:
     c = condition(await kube.pod("default", name), "PodScheduled")
     return bool(c) and c.get("status") == "False"
+
+
+CRB = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/vcsched"
+
+
+async def test_a_permission_lost_mid_run_is_logged_once_counted_and_work_resumes_when_it_returns(
+        kube: Kube, vcsched: VcschedRunner):
+    """The ClusterRoleBinding removed mid-run: nothing is bound meanwhile, each refused resource and verb is
+    logged once (not per pod and session) and counted in vcsched_api_errors_total; once the binding is back,
+    every pod is bound without a restart."""
+    import urllib.request
+
+    from .faults_support import metrics_port
+
+    await kube.node("n0", cpu="8")
+    proc = vcsched.start(user=USER)
+    await kube.eventually(lambda: _queue_open(kube, "default"), "the default queue Open")
+    await kube.eventually(lambda: proc.logged("caches synced") and proc.logged("controllers' caches synced"),
+                          "vcsched synced")
+    binding = await kube.get(CRB)
+    restore = {k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")} | {"metadata": {"name": "vcsched"}}
+    await kube.delete(CRB)
+    try:
+        names = [f"p{i}" for i in range(5)]
+        for name in names:
+            await kube.create(pod(name))  # bare: the podgroup controller's creates are refused now
+        await kube.eventually(lambda: proc.logged("permission denied"), "the denial logged")
+        await asyncio.sleep(2)  # many sessions and controller retries while refused
+        assert not [n for n in names if (await kube.bound("default", n))]
+        denied = [(r["resource"], r["verb"]) for r in proc.logged("permission denied")]
+        assert len(denied) == len(set(denied)), denied  # once per resource and verb
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(proc)}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        assert 'vcsched_api_errors_total{code="403",resource="podgroups",verb="create"}' in text
+    finally:
+        if await kube.get(CRB) is None:
+            await kube.client.request("POST", CRB.rsplit("/", 1)[0], body=restore)
+    for name in names:
+        await kube.eventually(lambda: kube.bound("default", name), f"{name} bound once the permission is back")
+    assert proc.logged("permission restored") and proc.alive()
