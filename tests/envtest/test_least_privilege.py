@@ -119,3 +119,33 @@ async def test_a_permission_lost_mid_run_is_logged_once_counted_and_work_resumes
     for name in names:
         await kube.eventually(lambda: kube.bound("default", name), f"{name} bound once the permission is back")
     assert proc.logged("permission restored") and proc.alive()
+
+
+async def test_readyz_waits_for_the_caches_healthz_does_not(kube: Kube, vcsched: VcschedRunner):
+    """Started before its ClusterRoleBinding exists (a chart whose RBAC lands late): not ready, since nothing
+    can be listed, yet alive; ready once the binding is there and the caches have synced."""
+    import urllib.error
+    import urllib.request
+
+    from .faults_support import metrics_port
+
+    def probe(proc, path: str) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(proc)}{path}", timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    binding = await kube.get(CRB)
+    restore = {k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")} | {"metadata": {"name": "vcsched"}}
+    await kube.delete(CRB)
+    try:
+        proc = vcsched.start(user=USER)
+        await kube.eventually(lambda: metrics_port(proc), "serving")
+        await kube.eventually(lambda: proc.logged("permission denied"), "lists refused")
+        assert probe(proc, "/readyz") == 503 and probe(proc, "/healthz") == 200
+    finally:
+        if await kube.get(CRB) is None:
+            await kube.client.request("POST", CRB.rsplit("/", 1)[0], body=restore)
+    await kube.eventually(lambda: probe(proc, "/readyz") == 200, "ready once the caches have synced", timeout=120)
+    assert proc.logged("caches synced") and probe(proc, "/healthz") == 200
