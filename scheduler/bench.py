@@ -130,6 +130,22 @@ PREEMPT_CONF_ACTIONS = 'actions: "enqueue, allocate, preempt, backfill"'
 LOW_PRIORITY, HIGH_PRIORITY = 10, 1000
 
 
+def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict]) -> Cache:
+    """``cache`` with the bench's priority classes, root and default queues (Open), then the cluster."""
+    for name, value in (("low", LOW_PRIORITY), ("high", HIGH_PRIORITY)):
+        cache.add_priority_class({"metadata": {"name": name}, "value": value})
+    for q in ("root", "default"):
+        cache.add_queue({"metadata": {"name": q, "creationTimestamp": rfc3339(SIM_EPOCH)},
+                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
+    for n in nodes:
+        cache.add_node(n)
+    for pg in podgroups:
+        cache.add_podgroup(pg)
+    for p in pods:
+        cache.add_pod(p)
+    return cache
+
+
 def build_preempt_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """Nodes filled with low-priority pods of the preemptors' size, then ``--preempt`` high-priority pods.
 
@@ -232,18 +248,7 @@ def run(args: argparse.Namespace) -> BenchResult:
         nodes, podgroups, pods = build_cluster(args)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
-    cache = Cache(devices=device_builder(conf, {}))
-    for name, value in (("low", LOW_PRIORITY), ("high", HIGH_PRIORITY)):
-        cache.add_priority_class({"metadata": {"name": name}, "value": value})
-    for q in ("root", "default"):
-        cache.add_queue({"metadata": {"name": q, "creationTimestamp": rfc3339(SIM_EPOCH)},
-                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
-    for n in nodes:
-        cache.add_node(n)
-    for pg in podgroups:
-        cache.add_podgroup(pg)
-    for p in running + pods:
-        cache.add_pod(p)
+    cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0

@@ -5,10 +5,15 @@ evictions (pods/status, DELETE), Events, PodGroup/Queue/Job status, its Lease, t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
 
 import pytest
 
 from .conftest import USER, Kube, VcschedRunner, condition, forbidden_lines, pod, podgroup, priority_class
+from .faults_support import metrics_port
 from .test_jobs import _queue_open, job, job_phase
 from .test_preempt_reclaim import PREEMPT_CONF, run_bound
 
@@ -84,25 +89,32 @@ async def _unschedulable(kube: Kube, name: str) -> bool:
 CRB = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/vcsched"
 
 
+@contextlib.asynccontextmanager
+async def binding_removed(kube: Kube) -> AsyncIterator[None]:
+    """The ClusterRoleBinding of the user ``vcsched`` deleted for the block, made again after it."""
+    binding = await kube.get(CRB)
+    assert binding is not None
+    restore = {k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")} | {"metadata": {"name": "vcsched"}}
+    await kube.delete(CRB)
+    try:
+        yield
+    finally:
+        if await kube.get(CRB) is None:
+            await kube.client.request("POST", CRB.rsplit("/", 1)[0], body=restore)
+
+
 async def test_a_permission_lost_mid_run_is_logged_once_counted_and_work_resumes_when_it_returns(
         kube: Kube, vcsched: VcschedRunner):
     """The ClusterRoleBinding removed mid-run: nothing is bound meanwhile, each refused resource and verb is
     logged once (not per pod and session) and counted in vcsched_api_errors_total; once the binding is back,
     every pod is bound without a restart."""
-    import urllib.request
-
-    from .faults_support import metrics_port
-
     await kube.node("n0", cpu="8")
     proc = vcsched.start(user=USER)
     await kube.eventually(lambda: _queue_open(kube, "default"), "the default queue Open")
     await kube.eventually(lambda: proc.logged("caches synced") and proc.logged("controllers' caches synced"),
                           "vcsched synced")
-    binding = await kube.get(CRB)
-    restore = {k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")} | {"metadata": {"name": "vcsched"}}
-    await kube.delete(CRB)
-    try:
-        names = [f"p{i}" for i in range(5)]
+    names = [f"p{i}" for i in range(5)]
+    async with binding_removed(kube):
         for name in names:
             await kube.create(pod(name))  # bare: the podgroup controller's creates are refused now
         await kube.eventually(lambda: proc.logged("permission denied"), "the denial logged")
@@ -113,9 +125,6 @@ async def test_a_permission_lost_mid_run_is_logged_once_counted_and_work_resumes
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(proc)}/metrics", timeout=10) as resp:
             text = resp.read().decode()
         assert 'vcsched_api_errors_total{code="403",resource="podgroups",verb="create"}' in text
-    finally:
-        if await kube.get(CRB) is None:
-            await kube.client.request("POST", CRB.rsplit("/", 1)[0], body=restore)
     for name in names:
         await kube.eventually(lambda: kube.bound("default", name), f"{name} bound once the permission is back")
     assert proc.logged("permission restored") and proc.alive()
@@ -124,11 +133,6 @@ async def test_a_permission_lost_mid_run_is_logged_once_counted_and_work_resumes
 async def test_readyz_waits_for_the_caches_healthz_does_not(kube: Kube, vcsched: VcschedRunner):
     """Started before its ClusterRoleBinding exists (a chart whose RBAC lands late): not ready, since nothing
     can be listed, yet alive; ready once the binding is there and the caches have synced."""
-    import urllib.error
-    import urllib.request
-
-    from .faults_support import metrics_port
-
     def probe(proc, path: str) -> int:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(proc)}{path}", timeout=10) as resp:
@@ -136,16 +140,10 @@ async def test_readyz_waits_for_the_caches_healthz_does_not(kube: Kube, vcsched:
         except urllib.error.HTTPError as e:
             return e.code
 
-    binding = await kube.get(CRB)
-    restore = {k: binding[k] for k in ("apiVersion", "kind", "roleRef", "subjects")} | {"metadata": {"name": "vcsched"}}
-    await kube.delete(CRB)
-    try:
+    async with binding_removed(kube):
         proc = vcsched.start(user=USER)
         await kube.eventually(lambda: metrics_port(proc), "serving")
         await kube.eventually(lambda: proc.logged("permission denied"), "lists refused")
         assert probe(proc, "/readyz") == 503 and probe(proc, "/healthz") == 200
-    finally:
-        if await kube.get(CRB) is None:
-            await kube.client.request("POST", CRB.rsplit("/", 1)[0], body=restore)
     await kube.eventually(lambda: probe(proc, "/readyz") == 200, "ready once the caches have synced", timeout=120)
     assert proc.logged("caches synced") and probe(proc, "/healthz") == 200

@@ -27,7 +27,10 @@ def simulate(tmp_path, capsys):
     return run
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, extra: str = "") -> str:
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, extra: str = "",
+         resources: dict[str, str] | None = None) -> str:
+    """A Ready node; ``resources``: more allocatable resources (extended ones, say)."""
+    more = "".join(f", {k}: \"{v}\"" for k, v in (resources or {}).items())
     return f"""
 ---
 apiVersion: v1
@@ -37,7 +40,7 @@ metadata:
   labels: {{kubernetes.io/hostname: {name}}}
 {extra}
 status:
-  allocatable: {{cpu: "{cpu}", memory: {memory}, pods: "{pods}"}}
+  allocatable: {{cpu: "{cpu}", memory: {memory}, pods: "{pods}"{more}}}
 """
 
 

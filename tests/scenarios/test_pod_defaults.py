@@ -16,16 +16,7 @@ EXAMPLES = Path(__file__).parent.parent / "data" / "volcano-examples"
 
 
 def gpu_node(name: str, gpus: int = 1) -> str:
-    return f"""
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: {name}
-  labels: {{kubernetes.io/hostname: {name}}}
-status:
-  allocatable: {{cpu: "16", memory: 64Gi, pods: "110", nvidia.com/gpu: "{gpus}"}}
-"""
+    return node(name, cpu="16", memory="64Gi", resources={"nvidia.com/gpu": str(gpus)})
 
 
 def test_volcano_mindspore_gpu_example_places_workers_only_where_gpus_are(simulate):

@@ -11,7 +11,7 @@ import gc
 
 import pytest
 
-from vcsched.bench import build_cluster, build_preempt_cluster
+from vcsched.bench import build_cluster, build_preempt_cluster, load_cache
 from vcsched.cache import Cache
 from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
 from vcsched.scheduler import Scheduler
@@ -20,23 +20,11 @@ from vcsched.scheduler import Scheduler
 def _cache(preempt: bool) -> Cache:
     args = argparse.Namespace(nodes=20, node_cpu="8", node_memory="16Gi", node_pods=20, pods=60, gang_size=3,
                               cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7, preempt=30 if preempt else 0)
-    cache = Cache()
-    for name, value in (("low", 10), ("high", 100)):
-        cache.add_priority_class({"metadata": {"name": name}, "value": value})
-    for q in ("root", "default"):
-        cache.add_queue({"metadata": {"name": q, "creationTimestamp": "2026-01-01T00:00:00Z"},
-                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
     if preempt:
         nodes, podgroups, pods, running = build_preempt_cluster(args)
     else:
         (nodes, podgroups, pods), running = build_cluster(args), []
-    for n in nodes:
-        cache.add_node(n)
-    for pg in podgroups:
-        cache.add_podgroup(pg)
-    for p in running + pods:
-        cache.add_pod(p)
-    return cache
+    return load_cache(Cache(), nodes, podgroups, running + pods)
 
 
 @pytest.mark.parametrize("actions", ["enqueue, allocate, backfill", "enqueue, allocate, preempt, reclaim, backfill"])
