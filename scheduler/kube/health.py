@@ -1,8 +1,8 @@
 """What ``/healthz`` (liveness) and ``/readyz`` (readiness) answer.
 
 Each component ``vcsched run`` runs registers its checks: the scheduler (its caches synced; a
-session completed recently while it leads; its watches), the controllers (their informers synced
-while they run; their watches).  A watch counts as broken once its list or watch has failed
+session completed recently while it leads; its watches up and their tasks running), the controllers
+(their informers synced while they run; their watches).  A watch counts as broken once its list or watch has failed
 without a success for longer than twice its server-side timeout; the session loop as stalled once
 no session has completed for ``RunOptions.session_stall`` seconds while leading.  A component
 whose task ends while the process is not stopping makes the process exit non-zero instead

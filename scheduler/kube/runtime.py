@@ -250,6 +250,7 @@ class Runtime:
         # controller's PodGroups (give_group) from the start
         self._watched = {kind: self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()}
         self.reflectors: list[Reflector] = []
+        self._reflector_tasks: list[tuple[Reflector, asyncio.Task[None]]] = []
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}
         self.mindcluster = MindClusterInfo()  # MindCluster device info and NodeD status (Ascend 310P)
         self._mindcluster_watches: dict[tuple[str, str], tuple[Reflector, asyncio.Task[None]]] = {}
@@ -262,6 +263,7 @@ class Runtime:
         self.health.readiness(lambda: None if self.synced.is_set() else "scheduler: caches not synced")
         self.health.liveness(watches_check(self._all_reflectors, "scheduler"))
         self.health.liveness(self._session_stalled)
+        self.health.liveness(self._watch_stopped)
         self.http_port: int | None = None
         self._runner: web.AppRunner | None = None
         if options.scheduler_conf:
@@ -313,6 +315,12 @@ class Runtime:
     def _all_reflectors(self) -> list[Reflector]:
         return [*self.reflectors, *(r for r, _ in self._device_watches.values()),
                 *(r for r, _ in self._mindcluster_watches.values())]
+
+    def _watch_stopped(self) -> str | None:
+        """A reflector's task that ended (a bug in what it feeds: only cancellation ends one otherwise)."""
+        tasks = [*self._reflector_tasks, *self._device_watches.values(), *self._mindcluster_watches.values()]
+        stopped = sorted(r.kind.plural for r, t in tasks if t.done() and not t.cancelled())
+        return f"scheduler: watch of {', '.join(stopped)} stopped" if stopped else None
 
     def _session_stalled(self) -> str | None:
         done = self._session_done_at
@@ -367,8 +375,9 @@ class Runtime:
         if not o.scheduler_conf:
             self.reflectors.append(self._reflector(CONFIGMAPS, self.conf_source, namespace=o.configmap_namespace,
                                                    field_selector=f"metadata.name={o.configmap_name}"))
-        for r in self.reflectors:
-            self.spawn(r.run())
+        self._reflector_tasks = [(r, self.spawn(r.run())) for r in self.reflectors]
+        for r, t in self._reflector_tasks:
+            t.add_done_callback(lambda t, kind=r.kind.plural: _log_watch_end(t, kind))
         self.conf_changed()
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
         await asyncio.gather(*(r.synced.wait() for r, _ in self._device_watches.values()))
@@ -484,6 +493,12 @@ class Runtime:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+def _log_watch_end(task: asyncio.Task[None], kind: str) -> None:
+    """A reflector's task ended other than by cancellation: say why (/healthz says that it did)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("watch stopped", resource=kind, exc_info=task.exception())
 
 
 async def _first(a: asyncio.Task[Any], b: asyncio.Task[Any]) -> asyncio.Task[Any]:

@@ -8,8 +8,9 @@ import aiohttp
 import pytest
 
 from vcsched.kube import components
+from vcsched.kube.api import NODES
 
-from .conftest import cluster, client_for, eventually, verb_of
+from .conftest import cluster, client_for, eventually, node, verb_of
 
 pytestmark = pytest.mark.asyncio
 
@@ -88,3 +89,23 @@ async def test_controllers_that_stop_unexpectedly_stop_the_process_non_zero(api,
     finally:
         await client.close()
     assert code == 1
+
+
+async def test_healthz_fails_when_a_watch_task_ends(api, start, monkeypatch):
+    """A bug in what a watch feeds ends its task: the process is no longer whole, and says so."""
+    cluster(api)
+    rt = await start()
+    await eventually(lambda: rt.synced.is_set() and rt.http_port, "synced")
+
+    def broken(obj):
+        raise RuntimeError("a cache bug")
+
+    monkeypatch.setattr(rt._watched[NODES].handler, "upsert", broken)
+    api.put(node("n9"))  # the node reflector's handler raises on this one
+    status, text = 200, ""
+    for _ in range(100):
+        status, text = await probe(rt, "/healthz")
+        if status == 503:
+            break
+        await asyncio.sleep(0.05)
+    assert (status, text) == (503, "scheduler: watch of nodes stopped\n")
