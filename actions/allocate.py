@@ -10,7 +10,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import PodGroupPhase, TaskStatus
 from vcsched.framework.interface import Action
-from vcsched.framework.node_search import NodeSearch, Placement
+from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
@@ -24,6 +24,19 @@ def node_search(ssn: Session) -> NodeSearch:
     if search is None:
         search = ssn.scratch["node_search"] = NodeSearch(ssn)
     return search
+
+
+def predicate_error_cache(ssn: Session, job: JobInfo) -> PredicateErrorCache | None:
+    """A fresh predicate error cache for one pass over ``job``'s tasks, when allocate's
+    ``predicateErrorCacheEnable`` (default true) is on and it can change something: the job's groups
+    of tasks with one role and several shapes, found once per session."""
+    if not ssn.conf.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True):
+        return None
+    mixed_by_job = ssn.scratch.setdefault("mixed_role_groups", {})
+    mixed = mixed_by_job.get(job.uid)
+    if mixed is None:
+        mixed = mixed_by_job[job.uid] = PredicateErrorCache.mixed_groups(job.tasks_in(TaskStatus.Pending))
+    return PredicateErrorCache(mixed) if mixed else None
 
 
 def worksheet(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
@@ -82,6 +95,7 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
                    tasks: PriorityQueue[TaskInfo]) -> Statement | None:
     """``allocateResourcesForTasks``: one attempt at making the job ready (or pipelined)."""
     stmt = Statement(ssn)
+    errors = predicate_error_cache(ssn, job)
     while not tasks.empty():
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
@@ -98,7 +112,7 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
             if job.need_continue_allocating():
                 continue
             break
-        found = search.find(task)
+        found = search.find(task, errors=errors)
         if not isinstance(found, Placement):
             job.record_fit_errors(task, found)
             if job.need_continue_allocating():

@@ -23,7 +23,7 @@ among them, as Volcano does (util/scheduler_helper.go · SelectBestNodeAndScore)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -54,6 +54,41 @@ def _same(a: Resource, b: Resource) -> bool:
 class Placement:
     node: NodeInfo
     fits_idle: bool  # False: only FutureIdle fits, the task is pipelined
+
+
+class PredicateErrorCache:
+    """Volcano's predicate error cache (predicate_helper.go, ``predicateErrorCacheEnable``, on by
+    default) over one pass of allocate over a job's tasks: once a task of a job and role has failed on
+    a node, later tasks of that job and role take that failure there without being checked (tasks with
+    no role do not use it).
+
+    It changes a placement only where tasks of one job and role differ (a 3-CPU and a 1-CPU task of
+    role ``worker``: the node the first did not fit stays failed for the second); for tasks of one
+    shape a node that failed stays failed within a pass anyway.  So only the groups of the pass with
+    more than one shape search node by node with the cache; the others keep the shared search.
+    """
+
+    __slots__ = ("mixed", "failures")
+
+    def __init__(self, mixed: frozenset[str]) -> None:
+        self.mixed = mixed  # the job/role groups whose tasks differ in shape (mixed_groups)
+        self.failures: dict[str, dict[str, Sequence[Status]]] = {}
+
+    @staticmethod
+    def mixed_groups(tasks: Iterable[TaskInfo]) -> frozenset[str]:
+        """``job/role`` of the tasks with a role whose group holds more than one shape."""
+        shapes: dict[str, set[tuple]] = {}
+        for t in tasks:
+            if t.role:
+                shapes.setdefault(f"{t.job}/{t.role}", set()).add(t.shape)
+        return frozenset(group for group, s in shapes.items() if len(s) > 1)
+
+    def for_task(self, task: TaskInfo) -> dict[str, Sequence[Status]] | None:
+        """The node failures ``task`` takes as its own (and adds to), None when the cache stays out."""
+        group = f"{task.job}/{task.role}"
+        if not task.role or group not in self.mixed:
+            return None
+        return self.failures.setdefault(group, {})
 
 
 class NodeSearch:
@@ -150,7 +185,8 @@ class NodeSearch:
 
     # -- the search ---------------------------------------------------------------------
 
-    def find(self, task: TaskInfo, predicate_only: bool = False) -> Placement | FitErrors:
+    def find(self, task: TaskInfo, predicate_only: bool = False,
+             errors: PredicateErrorCache | None = None) -> Placement | FitErrors:
         """Best node for the task, or why there is none.
 
         ``predicate_only`` is backfill's variant: plugin predicates only, no resource
@@ -160,21 +196,29 @@ class NodeSearch:
         before pays only for the nodes that changed since.
         """
         predicate, scoring = self.predicate_time, self.scoring_time
-        found = self._find(task, predicate_only)
+        cached = errors.for_task(task) if errors is not None else None
+        found = self._find(task, predicate_only, cached)
         stats = self.ssn.stats
         stats.predicate_durations.append(self.predicate_time - predicate)
         if self.scoring_time != scoring:
             stats.scoring_durations.append(self.scoring_time - scoring)
         return found
 
-    def _find(self, task: TaskInfo, predicate_only: bool) -> Placement | FitErrors:
+    def _find(self, task: TaskInfo, predicate_only: bool,
+              cached: dict[str, Sequence[Status]] | None = None) -> Placement | FitErrors:
         if not self.nodes:
             return FitErrors()
         ssn = self.ssn
         nominated = ssn.nodes.get(task.nominated_node) if task.nominated_node and not predicate_only else None
-        if nominated is not None and task.resreq.less_equal(nominated.future_idle()):
-            if self.check(task, nominated) is None:
+        if nominated is not None and task.resreq.less_equal(nominated.future_idle()) and not (
+                cached and nominated.name in cached):
+            statuses = self.check(task, nominated)
+            if statuses is None:
                 return Placement(nominated, task.resreq.less_equal(nominated.idle))
+            if cached is not None:
+                cached[nominated.name] = statuses
+        if cached is not None:
+            return self._find_direct(task, predicate_only, cached)
         if self.shareable(task):
             key = (task.shape, predicate_only)
             index = self.indexes.get(key)
@@ -183,7 +227,8 @@ class NodeSearch:
             return index.find(task)
         return self._find_direct(task, predicate_only)
 
-    def _find_direct(self, task: TaskInfo, predicate_only: bool) -> Placement | FitErrors:
+    def _find_direct(self, task: TaskInfo, predicate_only: bool,
+                     cached: dict[str, Sequence[Status]] | None = None) -> Placement | FitErrors:
         ssn = self.ssn
         nodes = self.nodes
         n = len(nodes)
@@ -205,6 +250,11 @@ class NodeSearch:
                 j -= n
             node = nodes[j]
             processed += 1
+            if cached:
+                known = cached.get(node.name)
+                if known is not None:  # failed for an earlier task of the job and role: not checked again
+                    failed[node.name] = known
+                    continue
             if predicate_only:
                 statuses = self.predicate_failure(task, node)
             else:
@@ -224,6 +274,8 @@ class NodeSearch:
                             statuses = None
             if statuses:
                 failed[node.name] = statuses
+                if cached is not None:
+                    cached[node.name] = statuses
                 continue
             if len(feasible) == k:
                 break  # Volcano stops at the first feasible node beyond numToFind

@@ -227,3 +227,39 @@ def test_a_pod_placed_with_anti_affinity_closes_its_zone_to_identical_pods_place
                  + pod("web-0", meta_extra=web) + pod("guard", spec_extra=guard) + pod("web-1", meta_extra=web))
     code, out = simulate(manifests, "--cycles", "1", conf=SPREAD_ONLY_CONF)
     assert placed(out) == {"default/web-0": "a1", "default/guard": "b2", "default/web-1": "a1"}
+
+
+def _worker(name: str, cpu: str) -> str:
+    """A pod of PodGroup pg with role ``worker`` (``volcano.sh/task-spec``)."""
+    return pod(name, cpu=cpu, memory="1Gi", group="pg").replace(
+        "annotations: {", "annotations: {volcano.sh/task-spec: worker, ")
+
+
+ERROR_CACHE_CLUSTER = (node("n1", cpu="2") + node("n2", cpu="4") + podgroup("pg", 2)
+                       + _worker("a-big", "3") + _worker("b-small", "1"))
+
+
+def test_predicate_error_cache_keeps_a_failed_node_failed_for_the_rest_of_the_role(simulate):
+    """Volcano's allocate (predicateErrorCacheEnable, default true): a-big (3 CPU) does not fit n1, so in
+    the same pass b-small, of the same job and role, does not try n1 and joins a-big on n2, where
+    leastrequested alone would have sent it to the emptier n1 (issue 16)."""
+    code, out = simulate(ERROR_CACHE_CLUSTER)
+    assert code == 0
+    assert out["pods"]["default/a-big"]["node"] == "n2"
+    assert out["pods"]["default/b-small"]["node"] == "n2"
+
+
+def test_without_the_predicate_error_cache_each_task_is_checked_on_every_node(simulate):
+    conf = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+configurations:
+- name: allocate
+  arguments: {predicateErrorCacheEnable: false}
+"""
+    code, out = simulate(ERROR_CACHE_CLUSTER, conf=conf)
+    assert code == 0
+    assert out["pods"]["default/a-big"]["node"] == "n2"
+    assert out["pods"]["default/b-small"]["node"] == "n1"
