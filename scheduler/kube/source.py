@@ -401,10 +401,9 @@ class _Fn:
 
 def with_binding(pod: Mapping[str, Any], node: str, annotations: Mapping[str, str]) -> dict[str, Any]:
     """``pod`` as the API server will store it after the Binding: on ``node``, annotations merged."""
-    meta = dict(pod.get("metadata") or {})
-    if annotations:
-        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-    return {**pod, "metadata": meta, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+    bound = with_annotations(pod, annotations) if annotations else dict(pod)
+    bound["spec"] = {**(pod.get("spec") or {}), "nodeName": node}
+    return bound
 
 
 def with_annotations(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> dict[str, Any]:

@@ -21,6 +21,17 @@ async def probe(rt, path: str) -> tuple[int, str]:
             return r.status, await r.text()
 
 
+async def probe_until(rt, path: str, status: int) -> tuple[int, str]:
+    """``probe`` until it answers ``status`` (5 s at most); the last answer."""
+    answer = await probe(rt, path)
+    for _ in range(100):
+        if answer[0] == status:
+            break
+        await asyncio.sleep(0.05)
+        answer = await probe(rt, path)
+    return answer
+
+
 def lists_nodes(r) -> bool:
     return r.resource is not None and r.resource.plural == "nodes" and verb_of(r) == "list"
 
@@ -44,20 +55,10 @@ async def test_healthz_fails_while_a_watch_stays_broken_for_twice_its_timeout(ap
     await eventually(lambda: rt.synced.is_set() and rt.http_port, "synced")
     broken = api.fail(lambda r: r.resource is not None and r.resource.plural == "nodes", status=500, times=10**6)
     api.drop_watches()
-    status, text = 200, ""
-    for _ in range(100):
-        status, text = await probe(rt, "/healthz")
-        if status == 503:
-            break
-        await asyncio.sleep(0.05)
-    assert (status, text) == (503, "scheduler: watch of nodes broken\n")
+    assert await probe_until(rt, "/healthz", 503) == (503, "scheduler: watch of nodes broken\n")
     assert (await probe(rt, "/readyz"))[0] == 503  # not alive is not ready either
     broken.times = 0  # the API server answers again: the watch comes back, and so does health
-    for _ in range(100):
-        if await probe(rt, "/healthz") == (200, "ok"):
-            break
-        await asyncio.sleep(0.05)
-    assert await probe(rt, "/healthz") == (200, "ok")
+    assert await probe_until(rt, "/healthz", 200) == (200, "ok")
 
 
 async def test_healthz_fails_when_no_session_completes(api, start, monkeypatch):
@@ -102,10 +103,4 @@ async def test_healthz_fails_when_a_watch_task_ends(api, start, monkeypatch):
 
     monkeypatch.setattr(rt._watched[NODES].handler, "upsert", broken)
     api.put(node("n9"))  # the node reflector's handler raises on this one
-    status, text = 200, ""
-    for _ in range(100):
-        status, text = await probe(rt, "/healthz")
-        if status == 503:
-            break
-        await asyncio.sleep(0.05)
-    assert (status, text) == (503, "scheduler: watch of nodes stopped\n")
+    assert await probe_until(rt, "/healthz", 503) == (503, "scheduler: watch of nodes stopped\n")
