@@ -32,7 +32,7 @@ from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
-from .victims import PREEMPT_REASON, CandidateNodes, commit, preemptor_fits_on_node, validate_victims
+from .victims import PREEMPT_REASON, CandidateNodes, NodeFailures, commit, preemptor_fits_on_node, validate_victims
 
 log = structlog.get_logger("vcsched.preempt")
 
@@ -57,6 +57,8 @@ class PreemptAction(Action):
         if args.get_bool("enableTopologyAwarePreemption", False):
             log.warning("enableTopologyAwarePreemption is not implemented by vcsched; using normal preemption")
         candidates = CandidateNodes(ssn)
+        # one predicate helper for the whole action, as Volcano's: its error cache spans both phases
+        failures = NodeFailures() if args.get_bool("predicateErrorCacheEnable", True) else None
 
         preemptors_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -105,7 +107,7 @@ class PreemptAction(Action):
                             return False
                         return job.queue == preemptor_job.queue and preemptor.job != task.job
 
-                    self.preempt(ssn, candidates, stmt, preemptor, between_jobs)
+                    self.preempt(ssn, candidates, failures, stmt, preemptor, between_jobs)
                 # commit only if the job is pipelined, otherwise try the next job
                 if ssn.job_pipelined(preemptor_job):
                     commit(ssn, stmt, self.name)
@@ -128,15 +130,15 @@ class PreemptAction(Action):
                         return preemptor.job == task.job
 
                     stmt = Statement(ssn)
-                    if not self.preempt(ssn, candidates, stmt, preemptor, within_job):
+                    if not self.preempt(ssn, candidates, failures, stmt, preemptor, within_job):
                         stmt.discard()
                         break
                     commit(ssn, stmt, self.name)
 
     # -- one preemptor -----------------------------------------------------------------
 
-    def preempt(self, ssn: Session, candidates: CandidateNodes, stmt: Statement, preemptor: TaskInfo,
-                filter_: Filter) -> bool:
+    def preempt(self, ssn: Session, candidates: CandidateNodes, failures: NodeFailures | None, stmt: Statement,
+                preemptor: TaskInfo, filter_: Filter) -> bool:
         """Evict victims for ``preemptor`` on the first candidate node where that makes it fit."""
         reason = eligible_to_preempt(ssn, preemptor)
         if reason:
@@ -150,7 +152,7 @@ class PreemptAction(Action):
         if job is None:
             return False
         queue = ssn.queues[job.queue]
-        for node in candidates.nodes(preemptor, scored=True):
+        for node in candidates.nodes(preemptor, True, failures):
             if self.preempt_on_node(ssn, stmt, queue, preemptor, node, filter_):
                 return True
         return False

@@ -14,6 +14,12 @@ for the nodes that changed; a preemptor then costs O(log N) per node it looks at
 not a predicate and a score for every node of the window.  Tasks that cannot share
 (inter-pod terms, normalising scorers, recorded unresolvable nodes) take the direct
 path, node by node, as Volcano does.
+
+preempt keeps one predicate helper for the whole action, so its predicate error cache
+(``predicateErrorCacheEnable``, on by default) carries a node's failure from one task of
+a job and role to the next (``NodeFailures``).  Such tasks walk the window node by
+node, reading verdicts and scores from their shape's index where they can share it.
+reclaim builds a helper per task: its cache never holds anything, and it has none.
 """
 
 from __future__ import annotations
@@ -75,6 +81,23 @@ def evicted_resources(victims: list[TaskInfo]) -> Resource:
     return total
 
 
+class NodeFailures:
+    """preempt's predicate error cache (util/predicate_helper.go, one helper per action): for each
+    job and role, the nodes where one of its tasks failed ``PredicateForPreemptAction``.  Later tasks
+    of that job and role take those failures without a check; tasks with no role do not use it."""
+
+    __slots__ = ("by_group",)
+
+    def __init__(self) -> None:
+        self.by_group: dict[str, set[int]] = {}
+
+    def for_task(self, task: TaskInfo) -> set[int] | None:
+        """The node indexes the task takes as failed (and adds its own failures to), or None."""
+        if not task.role:
+            return None
+        return self.by_group.setdefault(f"{task.job}/{task.role}", set())
+
+
 class CandidateNodes:
     """Per-session candidate-node search for preempt and reclaim."""
 
@@ -83,25 +106,34 @@ class CandidateNodes:
         self.search: NodeSearch = node_search(ssn)
         self.indexes: dict[tuple, PreemptIndex] = {}
 
-    def nodes(self, task: TaskInfo, scored: bool) -> Iterator[NodeInfo]:
+    def nodes(self, task: TaskInfo, scored: bool, failures: NodeFailures | None = None) -> Iterator[NodeInfo]:
         """The task's candidate nodes: by descending score (preempt) or in search order (reclaim).
 
         The window is fixed, and the rotating start index advanced, when this is called;
         the order is computed before the caller changes any node, as in Volcano.
+        ``failures``: preempt's predicate error cache.
         """
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         fe = job.nodes_fit_errors.get(task.uid) if job is not None else None
         skip = fe.unresolvable_nodes() if fe is not None else None
+        failed = failures.for_task(task) if failures is not None else None
+        index = None
         if not skip and self.search.shareable(task):
             index = self.indexes.get(task.shape)
             if index is None:
                 index = self.indexes[task.shape] = PreemptIndex(self.search, task)
-            return index.nodes(task, scored)
+            if failed is None:
+                return index.nodes(task, scored)
+            index.refresh(task)
         nodes = ssn.node_list if not skip else [n for n in ssn.node_list if n.name not in skip]
-        return iter(self._direct(task, nodes, scored))
+        return iter(self._direct(task, nodes, scored, failed, index))
 
-    def _direct(self, task: TaskInfo, nodes: list[NodeInfo], scored: bool) -> list[NodeInfo]:
+    def _direct(self, task: TaskInfo, nodes: list[NodeInfo], scored: bool, failed: set[int] | None,
+                index: PreemptIndex | None) -> list[NodeInfo]:
+        """Volcano's walk: from the rotating start until ``numToFind`` nodes pass; ``failed`` are
+        the job and role's cached failures (skipped, counted as processed) and takes this task's
+        new ones; ``index``, when the task's shape shares one, gives the verdicts and scores."""
         n = len(nodes)
         if n == 0:
             return []
@@ -113,14 +145,20 @@ class CandidateNodes:
         for i in range(n):
             node = nodes[(start + i) % n]
             processed += 1
-            if preempt_predicate_fails(ssn, task, node):
+            if failed is not None and node.index in failed:
                 continue
-            if len(feasible) == k:
-                break  # Volcano counts the feasible node beyond numToFind as processed
-            feasible.append(node)
+            if index.feasible(node.index) if index is not None else not preempt_predicate_fails(ssn, task, node):
+                if len(feasible) == k:
+                    break  # Volcano counts the feasible node beyond numToFind as processed
+                feasible.append(node)
+            elif failed is not None:
+                failed.add(node.index)
         ssn.state.next_start_node = (start + processed) % n
         if not scored or len(feasible) < 2:
             return feasible
+        if index is not None:
+            score = index.score
+            return sorted(feasible, key=lambda nd: -score[nd.index])
         scores = {nd.name: ssn.node_order(task, nd) for nd in feasible}
         for scorer in self.search.batch:
             if scorer.applies(task):
@@ -152,6 +190,10 @@ class PreemptIndex(ShapeIndex):
             self.score[i] = ssn.node_order(task, node)
         self.best1[v] = i if ok else -1
         self.best2[v] = -1
+
+    def feasible(self, i: int) -> bool:
+        """Does node ``i`` pass ``PredicateForPreemptAction`` (as of the last refresh)?"""
+        return self.cnt[self.size + i] == 1
 
     def nodes(self, task: TaskInfo, scored: bool) -> Iterator[NodeInfo]:
         start, length = self._window(task)

@@ -403,7 +403,7 @@ class ShapeIndex:
         cnt[v], best1[v], best2[v] = c, b1, b2
         return True
 
-    def _refresh(self, task: TaskInfo) -> None:
+    def refresh(self, task: TaskInfo) -> None:
         changes = self.search.ssn.node_changes
         if self.log_pos == len(changes):
             return
@@ -482,7 +482,7 @@ class ShapeIndex:
 
     def _window(self, task: TaskInfo) -> tuple[int, int]:
         """(start, length) of this task's search window; advances the rotating start as Volcano does."""
-        self._refresh(task)
+        self.refresh(task)
         state = self.search.ssn.state
         n, k = self.n, self.search.k
         start = state.next_start_node % n

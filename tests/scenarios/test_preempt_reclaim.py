@@ -243,3 +243,55 @@ def test_a_vgpu_pod_preempts_a_lower_priority_vgpu_pod_on_a_full_gpu(simulate):
     assert ids(out, "high-0") == "GPU-a,NVIDIA,20000,0:"
     (gpu,) = out["nodes"]["n1"]["devices"]
     assert gpu["pods"] == ["default/high-0"]
+
+
+def _role_worker(name: str, extra: str = "") -> str:
+    """A 2-CPU pod of the high-priority PodGroup ``high`` with role ``worker`` (``volcano.sh/task-spec``)."""
+    return pod(name, cpu="2", memory="0", group="high", spec_extra=pc("high") + extra).replace(
+        "annotations: {", "annotations: {volcano.sh/task-spec: worker, ")
+
+
+def error_cache_cluster() -> str:
+    """n1 (tainted) is full of a low-priority pod; n2 has room for one worker beside a pod of equal priority.
+
+    allocate places worker-0 on n2, cannot afford worker-1 (the queue's share), and discards the gang, so
+    neither records a fit error.  preempt: worker-0, which does not tolerate the taint, fails n1 and is
+    pipelined on n2; worker-1, which tolerates it, can make room only on n1, by evicting low-0.
+    """
+    taint = "spec:\n  taints: [{key: dedicated, value: x, effect: NoSchedule}]"
+    tolerate = "\n  tolerations: [{key: dedicated, operator: Exists}]"
+    return (CLASSES + node("n1", cpu="2", extra=taint) + node("n2")
+            + podgroup("low", 1, extra=pc("low"))
+            + pod("low-0", cpu="2", memory="0", group="low", node_name="n1", phase="Running", spec_extra=pc("low"))
+            + podgroup("keep", 1, extra=pc("high"))
+            + pod("keep-0", cpu="2", memory="0", group="keep", node_name="n2", phase="Running", spec_extra=pc("high"))
+            + podgroup("high", 2, extra=pc("high"))
+            + _role_worker("high-worker-0") + _role_worker("high-worker-1", tolerate))
+
+
+def error_cache_conf(preempt_cache: bool) -> str:
+    # allocate's own cache would hand worker-0's taint failure to worker-1 as an unresolvable fit error
+    return CONF + f"""configurations:
+- name: allocate
+  arguments: {{predicateErrorCacheEnable: false}}
+- name: preempt
+  arguments: {{predicateErrorCacheEnable: {str(preempt_cache).lower()}}}
+"""
+
+
+def test_preempt_error_cache_keeps_a_node_failed_for_the_rest_of_the_role(simulate):
+    """Volcano's preempt keeps one predicate helper for the action: worker-0's failure on n1 is
+    cached for job high, role worker, so worker-1 never looks at n1; the gang cannot be pipelined
+    and nothing is evicted (issue 16)."""
+    code, out = simulate(error_cache_cluster(), conf=error_cache_conf(True))
+    assert code == 0
+    assert out["evicted"] == []
+    assert placed(out, "high") == []
+
+
+def test_without_the_preempt_error_cache_the_tolerating_worker_preempts(simulate):
+    code, out = simulate(error_cache_cluster(), conf=error_cache_conf(False))
+    assert code == 0
+    assert out["evicted"] == ["default/low-0"]
+    assert out["pods"]["default/high-worker-0"]["node"] == "n2"
+    assert out["pods"]["default/high-worker-1"]["node"] == "n1"
