@@ -21,26 +21,30 @@ from vcsched.api.k8s import (
     PREFER_NO_SCHEDULE,
     InterPodIndex,
     TermsCache,
-    balanced_resource_score,
-    balanced_resource_score2,
     count_intolerable_prefer_no_schedule,
-    default_normalize_score,
-    image_locality_score,
-    inter_pod_node_score,
-    inter_pod_topology_score,
-    least_requested_score,
-    min_max_normalize,
-    most_requested_score,
     node_pods,
-    normalized_image_name,
     prefer_no_schedule_tolerations,
-    scaled_image_score,
-    spread_scores,
     tolerates,
-    weighted_resource_score2,
 )
 from vcsched.api.node_info import NodeInfo
+from vcsched.api.node_scores import (
+    balanced_resource_score,
+    balanced_resource_score2,
+    image_locality_score,
+    least_requested_score,
+    most_requested_score,
+    normalized_image_name,
+    scaled_image_score,
+    weighted_resource_score2,
+)
 from vcsched.api.pod_spec import Taint, Toleration
+from vcsched.api.pod_topology import (
+    default_normalize_score,
+    inter_pod_node_score,
+    inter_pod_topology_score,
+    min_max_normalize,
+    spread_scores,
+)
 from vcsched.api.task_info import TaskInfo
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import BatchScorer, Plugin, Point

@@ -33,24 +33,26 @@ from vcsched.api.k8s import (
     REASON_UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
     HostPortInfo,
-    InterPodFilterState,
     InterPodIndex,
     PodTerms,
-    SpreadFilterState,
     TermsCache,
     find_untolerated_taint,
     fits_ports,
-    inter_pod_filter,
-    inter_pod_filter_state,
     node_host_ports,
     node_pod_count,
-    spread_filter,
-    spread_filter_state,
     taint_reason,
     tolerates,
 )
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.pod_spec import PodSpec
+from vcsched.api.pod_topology import (
+    InterPodFilterState,
+    SpreadFilterState,
+    inter_pod_filter,
+    inter_pod_filter_state,
+    spread_filter,
+    spread_filter_state,
+)
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES, StatusCode
 from vcsched.framework.arguments import Arguments

@@ -10,16 +10,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-
-from vcsched.api.k8s import (
+from vcsched.api.node_info import NodeInfo, NodeSpec
+from vcsched.api.node_scores import (
     balanced_resource_score,
-    default_normalize_score,
     image_locality_score,
-    min_max_normalize,
     normalized_image_name,
 )
-from vcsched.api.node_info import NodeInfo, NodeSpec
 from vcsched.api.pod_spec import Taint
+from vcsched.api.pod_topology import (
+    default_normalize_score,
+    min_max_normalize,
+)
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo, new_task_info
 from vcsched.framework.arguments import ArgumentError, Arguments
