@@ -11,8 +11,10 @@ preemptor fits, then the preemptor is pipelined onto what they release.  Every
 session change goes through ``Statement``, so plugins (and device state) follow the
 evictions and their rollback through the session's event handlers.
 
-Not implemented: ``enableTopologyAwarePreemption`` (§7.4.4, a warning is logged and
-the normal mode runs), jobs with network topology (none are modelled).
+With ``enableTopologyAwarePreemption`` the victims are chosen by a dry run over several
+candidate nodes instead (preempt_dry_run.py, §7.4.4).
+
+Not implemented: jobs with network topology (none are modelled).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
+from .preempt_dry_run import DryRunArgs, pod_priority, topology_aware_preempt
 from .victims import PREEMPT_REASON, CandidateNodes, NodeFailures, commit, preemptor_fits_on_node, validate_victims
 
 log = structlog.get_logger("vcsched.preempt")
@@ -51,11 +54,11 @@ def pending_preemptors(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
 
 class PreemptAction(Action):
     name = "preempt"
+    dry_run: DryRunArgs | None = None  # enableTopologyAwarePreemption's arguments, when it is on
 
     def execute(self, ssn: Session) -> None:
         args = ssn.conf.action_arguments(self.name)
-        if args.get_bool("enableTopologyAwarePreemption", False):
-            log.warning("enableTopologyAwarePreemption is not implemented by vcsched; using normal preemption")
+        self.dry_run = DryRunArgs.parse(args) if args.get_bool("enableTopologyAwarePreemption", False) else None
         candidates = CandidateNodes(ssn)
         # one predicate helper for the whole action, as Volcano's: its error cache spans both phases
         failures = NodeFailures() if args.get_bool("predicateErrorCacheEnable", True) else None
@@ -152,6 +155,9 @@ class PreemptAction(Action):
         if job is None:
             return False
         queue = ssn.queues[job.queue]
+        if self.dry_run is not None:
+            nodes = list(candidates.nodes(preemptor, False, failures))
+            return topology_aware_preempt(ssn, stmt, queue, preemptor, nodes, filter_, self.dry_run)
         for node in candidates.nodes(preemptor, True, failures):
             if self.preempt_on_node(ssn, stmt, queue, preemptor, node, filter_):
                 return True
@@ -188,12 +194,6 @@ class PreemptAction(Action):
             return True
         node_stmt.discard()
         return False
-
-
-def pod_priority(task: TaskInfo) -> int:
-    """``PodPriority``: ``spec.priority``, 0 when unset."""
-    p = (task.pod.get("spec") or {}).get("priority")
-    return int(p) if p is not None else 0
 
 
 def terminating_by_preemption(task: TaskInfo) -> bool:

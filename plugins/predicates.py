@@ -56,6 +56,7 @@ from vcsched.api.pod_topology import (
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES, StatusCode
 from vcsched.framework.arguments import Arguments
+from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.interface import Plugin, Point
 
 if TYPE_CHECKING:
@@ -129,6 +130,10 @@ class PredicatesPlugin(Plugin):
         self._stable_cache = {}
         ssn.add(Point.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
+        ssn.add(Point.CYCLE_STATE, self.name, self.cycle_state)
+        ssn.add(Point.SIMULATE_ADD_TASK, self.name, self.simulate_add_task)
+        ssn.add(Point.SIMULATE_REMOVE_TASK, self.name, self.simulate_remove_task)
+        ssn.add(Point.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
 
     # -- PreFilter -------------------------------------------------------------------------------
 
@@ -232,6 +237,42 @@ class PredicatesPlugin(Plugin):
             return failed
         return None if fit else Status(StatusCode.Error, CACHE_FAILURE)
 
+    # -- preempt's dry run (enableTopologyAwarePreemption) -------------------------------------------
+
+    def cycle_state(self, task: TaskInfo, state: CycleState) -> None:
+        """The InterPodAffinity PreFilter counts, which the dry run updates as victims come and go."""
+        inter_pod = self._state(task).inter_pod if self._inter_pod else None
+        state.write(self.name, _DryRunState(inter_pod.clone() if inter_pod is not None else None))
+
+    def _simulate_update(self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo,
+                         multiplier: int) -> None:
+        st: _DryRunState | None = state.read(self.name)
+        if self.pod_affinity_enable and st is not None and st.inter_pod is not None:
+            st.inter_pod.update_with_pod(preemptor, task, self._terms.get(task), node.spec.labels, multiplier)
+
+    def simulate_add_task(self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        self._simulate_update(state, preemptor, task, node, 1)
+
+    def simulate_remove_task(self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        self._simulate_update(state, preemptor, task, node, -1)
+
+    def simulate_predicate(self, state: CycleState, task: TaskInfo, node: NodeInfo) -> str | None:
+        """InterPodAffinity on the dry run's counts, then every device kind the task asks for on the
+        dry-run node's devices (Volcano's ``FilterNode`` with no policy)."""
+        st: _DryRunState | None = state.read(self.name)
+        if self.pod_affinity_enable and st is not None and st.inter_pod is not None:
+            failed = inter_pod_filter(st.inter_pod, node.spec.labels)
+            if failed is not None:
+                return f"failed to filter pod on node {node.name}: {failed.reason}"
+        for d in node.devices.values():
+            req = d.family.request(task)
+            if req is None:
+                continue
+            failed = d.filter(task, req, "")
+            if failed is not None:
+                return f"device {d.key} cannot fit task {task.key} on node {node.name}: {failed.reason}"
+        return None
+
     def _used_ports(self, node: NodeInfo) -> HostPortInfo:
         entry = self._ports.get(node.name)
         if entry is not None and entry[0] is node and entry[1] == node.generation:
@@ -239,6 +280,17 @@ class PredicatesPlugin(Plugin):
         info = node_host_ports(node)
         self._ports[node.name] = (node, node.generation, info)
         return info
+
+
+@dataclass(slots=True)
+class _DryRunState:
+    """What this plugin keeps in a preemptor's cycle state: its InterPodAffinity counts, or None
+    when the filter is skipped (no required terms either way)."""
+
+    inter_pod: InterPodFilterState | None
+
+    def clone(self) -> "_DryRunState":
+        return _DryRunState(self.inter_pod.clone() if self.inter_pod is not None else None)
 
 
 def _append(statuses: list[Status] | None, status: Status) -> list[Status]:

@@ -19,6 +19,7 @@ from vcsched.api.resource import PODS, Default, Resource, is_scalar_resource_nam
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import ALLOCATED_STATUS, PodGroupPhase, QueueState, TaskStatus, Vote
 from vcsched.framework.arguments import Arguments
+from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
@@ -48,6 +49,24 @@ class QueueAttr:
     # minResources admitted (Inqueue, or Running) but not allocated yet
     inqueue: Resource = field(default_factory=Resource)
     share: float = 0.0
+
+    def clone(self) -> "QueueAttr":
+        return QueueAttr(
+            self.name, self.weight, self.real_capability.clone(),
+            self.capability.clone() if self.capability is not None else None, self.guarantee.clone(),
+            self.deserved.clone(), self.allocated.clone(), self.request.clone(), self.elastic.clone(),
+            self.inqueue.clone(), self.share,
+        )
+
+
+@dataclass(slots=True)
+class ProportionState:
+    """The cycle state proportion's PrePredicateFn writes: a copy of every queue's attributes."""
+
+    queue_attrs: dict[str, QueueAttr]
+
+    def clone(self) -> "ProportionState":
+        return ProportionState({name: a.clone() for name, a in self.queue_attrs.items()})
 
 
 class ProportionPlugin(Plugin):
@@ -246,6 +265,47 @@ class ProportionPlugin(Plugin):
             job = ssn.jobs.get(task.job)
             return opts.get(job.queue) if job is not None else None
 
+        # -- preempt's dry run: the same arithmetic on the cycle state's copy --------------------
+
+        def cycle_state(task: TaskInfo, state: CycleState) -> None:
+            state.write(self.name, ProportionState({name: a.clone() for name, a in opts.items()}))
+
+        def simulate_allocatable(state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
+            """Unlike ``allocatable``, the queue's state is not looked at (a queue that is not
+            Open has no preemptors: allocatable refused their tasks before)."""
+            st: ProportionState | None = state.read(self.name)
+            attr = st.queue_attrs.get(queue.name) if st is not None else None
+            if attr is None:
+                return False
+            req = task.resreq
+            return not attr.allocated.clone().add(req).less_equal_strict_in(attr.deserved, req)
+
+        def simulated_attr(state: CycleState, task: TaskInfo) -> QueueAttr | str:
+            st: ProportionState | None = state.read(self.name)
+            if st is None:
+                return "proportion: no cycle state (its PrePredicateFn did not run)"
+            job = ssn.jobs.get(task.job)
+            if job is None:
+                return f"[proportion] job {task.job} not found in session"
+            attr = st.queue_attrs.get(job.queue)
+            return attr if attr is not None else f"[proportion] queue {job.queue} not found"
+
+        def simulate_add_task(state: CycleState, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+            attr = simulated_attr(state, task)
+            if isinstance(attr, str):
+                return attr
+            attr.allocated.add(task.resreq)
+            _update_share(attr)
+            return None
+
+        def simulate_remove_task(state: CycleState, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+            attr = simulated_attr(state, task)
+            if isinstance(attr, str):
+                return attr
+            attr.allocated.sub(task.resreq)
+            _update_share(attr)
+            return None
+
         ssn.add(Point.QUEUE_ORDER, self.name, queue_order)
         ssn.add(Point.RECLAIMABLE, self.name, reclaimable)
         ssn.add(Point.OVERUSED, self.name, overused)
@@ -254,6 +314,10 @@ class ProportionPlugin(Plugin):
         ssn.add(Point.JOB_ENQUEUEABLE, self.name, job_enqueueable)
         ssn.add(Point.JOB_ENQUEUED, self.name, job_enqueued)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+        ssn.add(Point.CYCLE_STATE, self.name, cycle_state)
+        ssn.add(Point.SIMULATE_ALLOCATABLE, self.name, simulate_allocatable)
+        ssn.add(Point.SIMULATE_ADD_TASK, self.name, simulate_add_task)
+        ssn.add(Point.SIMULATE_REMOVE_TASK, self.name, simulate_remove_task)
 
     def on_session_close(self, ssn: "Session") -> None:
         for name, attr in self.queue_opts.items():

@@ -70,6 +70,7 @@ class NodeDevices:
     """One device kind on one node (Volcano's ``NodeInfo.Others[key]``)."""
 
     key: ClassVar[str]
+    family: DeviceFamily  # the kind, with its configuration
 
     def clone(self) -> "NodeDevices":
         raise NotImplementedError

@@ -130,5 +130,13 @@ class NodeInfo:
         n.devices = {k: d.clone() for k, d in self.devices.items()}
         return n
 
+    def clone_with_tasks(self) -> "NodeInfo":
+        """A copy with its own task table (Volcano's ``NodeInfo.Clone``): preempt's dry run takes
+        tasks off it and puts them back without touching the session's node."""
+        n = self.clone()
+        n.tasks = dict(self.tasks)
+        n.accounted = dict(self.accounted)
+        return n
+
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, idle=<{self.idle}>, tasks={len(self.tasks)})"

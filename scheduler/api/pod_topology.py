@@ -55,6 +55,39 @@ class InterPodFilterState:
         return not (self.existing_anti_affinity_counts or self.terms.required_affinity
                     or self.terms.required_anti_affinity)
 
+    def clone(self) -> "InterPodFilterState":
+        return InterPodFilterState(self.terms, dict(self.affinity_counts), dict(self.anti_affinity_counts),
+                                   dict(self.existing_anti_affinity_counts), self.matches_own_affinity)
+
+    def update_with_pod(self, incoming: TaskInfo, pod: TaskInfo, pod_terms: PodTerms,
+                        node_labels: Mapping[str, str], multiplier: int) -> None:
+        """kube's ``AddPod``/``RemovePod`` (``updateWithPod``): count ``pod`` on a node with
+        ``node_labels`` in (+1) or out (-1) of the incoming pod's counts."""
+        ns, labels = incoming.namespace, incoming.spec.labels
+        for term in pod_terms.required_anti_affinity:
+            if term.matches(ns, labels):
+                _update(self.existing_anti_affinity_counts, node_labels, term.topology_key, multiplier)
+        pns, plabels = pod.namespace, pod.spec.labels
+        aff_terms = self.terms.required_affinity
+        if pod_matches_all_terms(aff_terms, pns, plabels):
+            for term in aff_terms:
+                _update(self.affinity_counts, node_labels, term.topology_key, multiplier)
+        for term in self.terms.required_anti_affinity:
+            if term.matches(pns, plabels):
+                _update(self.anti_affinity_counts, node_labels, term.topology_key, multiplier)
+
+
+def _update(counts: TopologyCounts, node_labels: Mapping[str, str], key: str, value: int) -> None:
+    """Add ``value`` to the node's pair for ``key``; a pair counted down to zero is dropped, as kube's."""
+    v = node_labels.get(key)
+    if v is not None:
+        pair = (key, v)
+        n = counts.get(pair, 0) + value
+        if n:
+            counts[pair] = n
+        else:
+            del counts[pair]
+
 
 def _bump(counts: TopologyCounts, node_labels: Mapping[str, str], key: str) -> None:
     v = node_labels.get(key)

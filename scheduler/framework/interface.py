@@ -39,12 +39,19 @@ class Point(Enum):
     RECLAIMABLE = "enableReclaimable"
     PREEMPTIVE = "enablePreemptive"
     VICTIM_QUEUE_ORDER = "#victimQueueOrder"
+    # preempt's dry run (enableTopologyAwarePreemption, session_plugins.go): the cycle state a
+    # plugin's PrePredicateFn writes, built only when the dry run reads it; the simulate hooks
+    CYCLE_STATE = "enablePredicate#cycleState"
+    SIMULATE_ALLOCATABLE = "enabledAllocatable#simulate"
+    SIMULATE_PREDICATE = "enablePredicate#simulate"
+    SIMULATE_ADD_TASK = "enablePreemptable|enabledAllocatable#simulateAdd"
+    SIMULATE_REMOVE_TASK = "enablePreemptable|enabledAllocatable#simulateRemove"
 
     @property
-    def flag(self) -> str | None:
-        """The conf flag that switches this point, or None when it cannot be switched off."""
-        name = self.value.split("#", 1)[0]
-        return name or None
+    def flags(self) -> tuple[str, ...]:
+        """The conf flags that switch this point (any one on enables it); none: it is always on."""
+        names = self.value.split("#", 1)[0]
+        return tuple(names.split("|")) if names else ()
 
 
 class Plugin:

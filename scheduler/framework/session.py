@@ -11,7 +11,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -22,6 +22,7 @@ from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
 from ..api.task_info import TaskInfo
 from ..api.types import PodGroupPhase, TaskStatus, Vote
+from .cycle_state import CycleState
 from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .interface import Plugin, Point
 from .stats import SessionStats
@@ -81,6 +82,9 @@ class SchedulerState:
     next_start_node: int = 0
     nodes_to_find: NodesToFind = NodesToFind()
     tie_break: random.Random | None = None
+    # where preempt's topology-aware dry run starts in its candidate nodes (Volcano: rand.Intn);
+    # seeded, so that a run can be repeated
+    preempt_offset: random.Random = field(default_factory=lambda: random.Random("vcsched preempt offset"))
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
@@ -165,8 +169,8 @@ class Session:
                     fn = self._fns[point].get(option.name)
                     if fn is None:
                         continue
-                    flag = point.flag
-                    if flag is not None and not option.enabled(flag):
+                    flags = point.flags
+                    if flags and not any(option.enabled(f) for f in flags):
                         continue
                     fns.append(fn)
                 tiers.append(fns)
@@ -359,6 +363,41 @@ class Session:
             statuses = fn(task, node)
             if statuses:
                 return statuses
+        return None
+
+    # -- preempt's dry run (enableTopologyAwarePreemption) ------------------------------------
+
+    def cycle_state(self, task: TaskInfo) -> CycleState:
+        """What the plugins' PrePredicateFns write for ``task`` (``GetCycleState`` after PrePredicate)."""
+        state = CycleState()
+        for fn in self._flat[Point.CYCLE_STATE]:
+            fn(task, state)
+        return state
+
+    def simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(state, queue, task) for fn in self._flat[Point.SIMULATE_ALLOCATABLE])
+
+    def simulate_predicate(self, state: CycleState, task: TaskInfo, node: NodeInfo) -> str | None:
+        """The first plugin's reason the task does not fit the dry-run node, or None."""
+        for fn in self._flat[Point.SIMULATE_PREDICATE]:
+            err = fn(state, task, node)
+            if err:
+                return err
+        return None
+
+    def simulate_add_task(self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> str | None:
+        for fn in self._flat[Point.SIMULATE_ADD_TASK]:
+            err = fn(state, preemptor, task, node)
+            if err:
+                return err
+        return None
+
+    def simulate_remove_task(self, state: CycleState, preemptor: TaskInfo, task: TaskInfo,
+                             node: NodeInfo) -> str | None:
+        for fn in self._flat[Point.SIMULATE_REMOVE_TASK]:
+            err = fn(state, preemptor, task, node)
+            if err:
+                return err
         return None
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:

@@ -369,6 +369,8 @@ def _validate_pod(obj: dict, check: _Checker) -> None:
     for field in ("nominatedNodeName", "reason", "message"):
         if status.get(field) is not None:
             _string(status[field], check, f"status.{field}")
+    if status.get("startTime") not in (None, ""):  # preempt's topology-aware mode reads it
+        status["startTime"] = _format_time(_parse_time(status["startTime"], check, "status.startTime"))
     default_pod(obj)
 
 

@@ -295,3 +295,122 @@ def test_without_the_preempt_error_cache_the_tolerating_worker_preempts(simulate
     assert out["evicted"] == ["default/low-0"]
     assert out["pods"]["default/high-worker-0"]["node"] == "n2"
     assert out["pods"]["default/high-worker-1"]["node"] == "n1"
+
+
+# -- topology-aware preemption (enableTopologyAwarePreemption, spec/framework.md §7.4.4) --------------
+
+def dry_run_conf(predicates_flags: str = "", arguments: str = "") -> str:
+    conf = CONF.replace("  - name: predicates\n", "  - name: predicates\n" + predicates_flags)
+    return conf + f"""configurations:
+- name: preempt
+  arguments: {{enableTopologyAwarePreemption: true{arguments}}}
+"""
+
+
+def test_dry_run_evicts_only_the_victims_it_cannot_reprieve(simulate):
+    """low-a (priority 10) is evicted first and is not enough; with low-b (20) gone the preemptor fits.
+    Normal preemption stops there and evicts both; the dry run then puts back low-b (the preemptor no
+    longer fits) and low-a (it still does), so only low-b goes."""
+    manifests = (CLASSES + priority_class("low20", 20) + node("n1", memory="0")
+                 + podgroup("low", 1, extra=pc("low"))
+                 + pod("low-a", cpu="1", memory="0", group="low", node_name="n1", phase="Running", spec_extra=pc("low"))
+                 + podgroup("low20", 1, extra=pc("low20"))
+                 + pod("low-b", cpu="3", memory="0", group="low20", node_name="n1", phase="Running",
+                       spec_extra=pc("low20"))
+                 + podgroup("high", 1, extra=pc("high"))
+                 + pod("high-0", cpu="3", memory="0", group="high", spec_extra=pc("high")))
+    code, out = simulate(manifests, conf=CONF)
+    assert code == 0
+    assert sorted(out["evicted"]) == ["default/low-a", "default/low-b"]
+
+    code, out = simulate(manifests, conf=dry_run_conf())
+    assert code == 0
+    assert out["evicted"] == ["default/low-b"]
+    assert out["pods"]["default/high-0"]["node"] == "n1"
+    assert out["pods"]["default/low-a"]["node"] == "n1"
+
+
+def two_full_nodes() -> str:
+    """n1 runs a priority-100 pod, n2 a priority-10 one; both are full and score alike."""
+    return (CLASSES + priority_class("mid", 100) + node("n1") + node("n2")
+            + podgroup("mid", 1, extra=pc("mid"))
+            + pod("mid-0", cpu="4", memory="0", group="mid", node_name="n1", phase="Running", spec_extra=pc("mid"))
+            + podgroup("low", 1, extra=pc("low"))
+            + pod("low-0", cpu="4", memory="0", group="low", node_name="n2", phase="Running", spec_extra=pc("low"))
+            + podgroup("high", 1, extra=pc("high"))
+            + pod("high-0", cpu="4", memory="0", group="high", spec_extra=pc("high")))
+
+
+def test_dry_run_chooses_the_node_whose_victims_matter_least(simulate):
+    code, out = simulate(two_full_nodes(), conf=CONF)
+    assert code == 0
+    assert out["evicted"] == ["default/mid-0"]  # normal mode: the first node of equal score
+
+    code, out = simulate(two_full_nodes(), conf=dry_run_conf(arguments=", minCandidateNodesAbsolute: 2"))
+    assert code == 0
+    assert out["evicted"] == ["default/low-0"]  # the lowest highest-victim priority
+    assert out["pods"]["default/high-0"]["node"] == "n2"
+
+
+def anti_affinity_cluster() -> str:
+    """high-0 refuses to share a node with app=v pods; the only one, victim-0, fills n1."""
+    anti = """  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: v}}
+        topologyKey: kubernetes.io/hostname"""
+    return (CLASSES + node("n1")
+            + podgroup("low", 1, extra=pc("low"))
+            + pod("victim-0", cpu="4", memory="0", group="low", node_name="n1", phase="Running",
+                  spec_extra=pc("low"), meta_extra="  labels: {app: v}")
+            + podgroup("high", 1, extra=pc("high"))
+            + pod("high-0", cpu="2", memory="0", group="high", spec_extra=pc("high") + "\n" + anti))
+
+
+@pytest.mark.parametrize("flags, evicts", [
+    ("", True),
+    ("    enablePreemptable: false\n", True),  # the simulate hooks run if either switch is on
+    ("    enabledAllocatable: false\n", True),
+    # both off: predicates' SimulateRemoveTask does not run, the dry run still counts victim-0
+    # against high-0's anti-affinity, and n1 yields no candidate
+    ("    enablePreemptable: false\n    enabledAllocatable: false\n", False),
+    # its predicate switch off: no SimulatePredicate, so the anti-affinity is not checked at all
+    ("    enablePreemptable: false\n    enabledAllocatable: false\n    enablePredicate: false\n", True),
+])
+def test_dry_run_hooks_follow_the_plugin_switches(simulate, flags, evicts):
+    code, out = simulate(anti_affinity_cluster(), conf=dry_run_conf(flags))
+    assert code == 0
+    assert out["evicted"] == (["default/victim-0"] if evicts else [])
+
+
+def test_a_vgpu_pod_preempts_in_the_dry_run_on_the_cards_a_victim_frees(simulate):
+    from .test_deviceshare import A100, gpu_node, ids, mem, vgpu_pod
+
+    conf = dry_run_conf().replace("  - name: binpack\n", """  - name: binpack
+  - name: deviceshare
+    arguments: {deviceshare.VGPUEnable: true}
+""")
+    low = {"volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,30000,0:", "scheduling.k8s.io/group-name": "low"}
+    small = {"volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,5000,0:", "scheduling.k8s.io/group-name": "low"}
+    # taking small-0 off is not enough for 20000 MiB; low-0 is; then small-0 is reprieved
+    manifests = (CLASSES + gpu_node("n1", [("GPU-a", 10, 40960, A100)])
+                 + podgroup("low", 1, extra=pc("low"))
+                 + vgpu_pod("low-0", mem(30000, 1), annotations=low, node_name="n1")
+                 .replace("spec:\n", "spec:\n" + pc("low") + "\n", 1)
+                 + vgpu_pod("small-0", mem(5000, 1), annotations=small, node_name="n1")
+                 .replace("spec:\n", "spec:\n" + pc("low") + "\n", 1)
+                 + podgroup("high", 1, extra=pc("high"))
+                 + vgpu_pod("high-0", mem(20000, 1), group="high").replace("spec:\n", "spec:\n" + pc("high") + "\n", 1))
+    code, out = simulate(manifests, conf=conf)
+    assert code == 0, out
+    assert out["evicted"] == ["default/low-0"]
+    assert out["pods"]["default/high-0"]["node"] == "n1"
+    assert ids(out, "high-0") == "GPU-a,NVIDIA,20000,0:"
+
+
+def test_a_pod_start_time_that_is_not_a_date_exits_2(simulate):
+    manifests = node("n1") + pod("p", phase="Running", node_name="n1").replace(
+        "status: {phase: Running}", "status: {phase: Running, startTime: yesterday}")
+    code, err = simulate(manifests, conf=CONF)
+    assert code == 2
+    assert "(Pod default/p): status.startTime: must be an RFC 3339 date-time" in err

@@ -115,9 +115,10 @@ def test_arguments_defaults_and_types() -> None:
         PredicatesPlugin(Arguments({"volumebinding.weight": "1"}))
 
 
-def test_registers_pre_predicate_and_predicate() -> None:
+def test_registers_pre_predicate_predicate_and_the_dry_run_hooks() -> None:
     _, ssn = open_plugin([make_node("n1")])
-    assert set(ssn.registered) == {Point.PRE_PREDICATE, Point.PREDICATE}
+    assert set(ssn.registered) == {Point.PRE_PREDICATE, Point.PREDICATE, Point.CYCLE_STATE, Point.SIMULATE_ADD_TASK,
+                                   Point.SIMULATE_REMOVE_TASK, Point.SIMULATE_PREDICATE}
 
 
 # -- pod count and abort order -------------------------------------------------------------------
