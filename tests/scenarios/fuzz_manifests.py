@@ -4,9 +4,9 @@
 
 prints how many runs crashed (exit 1) and the first few crashing inputs; test_fuzz.py runs it.
 Each run takes one seed input (the examples in conf/examples, Volcano's MindSpore example, a
-deviceshare cluster) and applies one to three mutations: a key removed, a value replaced by one of
-another type or an absurd quantity, a list item duplicated, a mapping where a list belongs, or the
-text cut short.
+deviceshare cluster, a full node for preempt's dry run) and applies one to three mutations: a key
+removed, a value replaced by one of another type or an absurd quantity, a list item duplicated, a
+mapping where a list belongs, or the text cut short.
 """
 
 from __future__ import annotations
@@ -61,6 +61,62 @@ tiers:
     arguments: {deviceshare.VGPUEnable: true}
 """
 
+# a full node of low-priority pods and high-priority ones waiting: preempt's dry run has work
+PREEMPT = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {kubernetes.io/hostname: n1, zone: a}
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low-0, labels: {app: low}}
+spec:
+  nodeName: n1
+  schedulerName: volcano
+  containers: [{name: c, image: x, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+status: {phase: Running, startTime: "2026-01-01T00:00:00Z"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low-1, labels: {app: low}}
+spec:
+  nodeName: n1
+  schedulerName: volcano
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: high-0}
+spec:
+  schedulerName: volcano
+  priorityClassName: high
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: low}}
+        topologyKey: zone
+  containers: [{name: c, image: x, resources: {requests: {cpu: "2", memory: 1Gi}}}]
+"""
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: drf, enablePreemptable: false}, {name: predicates}, {name: nodeorder}]
+configurations:
+- name: preempt
+  arguments: {enableTopologyAwarePreemption: true, minCandidateNodesAbsolute: 2}
+"""
+
 ODD_VALUES: tuple[Any, ...] = (
     None, 0, -1, 2**63, 1e308, -1e-9, True, "", "abc", "-5", "1e999", "99999999999999999999Pi", "NaN",
     "0.0000001m", "1.5.5", [], {}, [1, 2], {"a": 1}, "∞", "\x00", "2026-13-45T99:99:99Z",
@@ -77,6 +133,7 @@ class Seed:
 def seeds() -> list[Seed]:
     out = [Seed(p.name, p.read_text(encoding="utf-8")) for p in SEEDS]
     out.append(Seed("devices", DEVICES, DEVICE_CONF))
+    out.append(Seed("preempt", PREEMPT, PREEMPT_CONF))
     return out
 
 
