@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import structlog
-
 from vcsched.api.fit_errors import FitErrors
 from vcsched.api.job_info import JobInfo
 from vcsched.api.queue_info import QueueInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import PodGroupPhase, TaskStatus
+from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Action
 from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
@@ -49,6 +49,10 @@ def worksheet(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
 
 class AllocateAction(Action):
     name = "allocate"
+
+    @classmethod
+    def validate_arguments(cls, arguments: Arguments) -> None:
+        arguments.get_bool("predicateErrorCacheEnable", True)
 
     def execute(self, ssn: Session) -> None:
         search = node_search(ssn)

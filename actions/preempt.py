@@ -22,20 +22,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import structlog
-
 from vcsched.api.job_info import JobInfo
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.queue_info import QueueInfo
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import PREEMPTABLE_STATUS, StatusCode, TaskStatus
+from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Action
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
 from .preempt_dry_run import DryRunArgs, pod_priority, topology_aware_preempt
-from .victims import PREEMPT_REASON, CandidateNodes, NodeFailures, commit, preemptor_fits_on_node, validate_victims
+from .victims import (
+    PREEMPT_REASON,
+    CandidateNodes,
+    NodeFailures,
+    commit,
+    preemptor_fits_on_node,
+    validate_victims,
+)
 
 log = structlog.get_logger("vcsched.preempt")
 
@@ -55,6 +62,12 @@ def pending_preemptors(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
 class PreemptAction(Action):
     name = "preempt"
     dry_run: DryRunArgs | None = None  # enableTopologyAwarePreemption's arguments, when it is on
+
+    @classmethod
+    def validate_arguments(cls, arguments: Arguments) -> None:
+        arguments.get_bool("predicateErrorCacheEnable", True)
+        arguments.get_bool("enableTopologyAwarePreemption", False)
+        DryRunArgs.parse(arguments)
 
     def execute(self, ssn: Session) -> None:
         args = ssn.conf.action_arguments(self.name)

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .framework.arguments import Arguments, ArgumentError
+from .framework.arguments import ArgumentError, Arguments
 
 # Volcano's built-in fallback (pkg/scheduler/util.go · DefaultSchedulerConf).
 VOLCANO_FALLBACK_CONF = """\
@@ -195,11 +195,16 @@ def parse_conf(text: str, *, known_plugins: dict[str, type] | None = None,
         args = _expect(raw.get("arguments") or {}, dict, f"{where}.arguments", "a mapping")
         if name not in configurations:
             configurations[name] = Arguments({str(k): v for k, v in args.items()}, f"{where}.arguments")
+    from .framework.registry import action_classes
+
+    actions_by_name = action_classes()
     for name, args in configurations.items():
-        try:
-            args.get_bool("predicateErrorCacheEnable", True)
-        except ArgumentError as e:
-            raise ConfError(str(e)) from None
+        action_cls = actions_by_name.get(name)
+        if action_cls is not None:
+            try:
+                action_cls.validate_arguments(args)
+            except ArgumentError as e:
+                raise ConfError(str(e)) from None
 
     metrics = doc.get("metrics") or {}
     _expect(metrics, dict, "metrics", "a mapping")

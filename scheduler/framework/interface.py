@@ -70,6 +70,10 @@ class Plugin:
 class Action:
     name: ClassVar[str]
 
+    @classmethod
+    def validate_arguments(cls, arguments: Arguments) -> None:
+        """Raise ArgumentError for an argument of the wrong type (the conf is checked before any session)."""
+
     def execute(self, ssn: "Session") -> None:
         raise NotImplementedError
 

@@ -42,6 +42,10 @@ def test_actions_are_trimmed_and_may_repeat():
     ("actions: [unclosed", "invalid YAML"),
     ('actions: "allocate"\nconfigurations:\n- name: allocate\n  arguments: {predicateErrorCacheEnable: maybe}',
      "configurations[0].arguments.predicateErrorCacheEnable: expected a bool"),
+    ('actions: "preempt"\nconfigurations:\n- name: preempt\n  arguments: {minCandidateNodesAbsolute: [2]}',
+     "configurations[0].arguments.minCandidateNodesAbsolute: expected an integer, got list [2]"),
+    ('actions: "preempt"\nconfigurations:\n- name: preempt\n  arguments: {enableTopologyAwarePreemption: 1}',
+     "configurations[0].arguments.enableTopologyAwarePreemption: expected a bool"),
 ])
 def test_invalid_configurations_name_the_field(text, message):
     with pytest.raises(ConfError) as e:
