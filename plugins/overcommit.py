@@ -15,7 +15,7 @@ from vcsched.api.types import PodGroupPhase, Vote
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
-from vcsched.plugins.proportion import (
+from vcsched.plugins.util import (
     allocated_task_num,
     deduct_sch_gated_resources,
     format_resource_names,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from vcsched.api.job_info import JobInfo
 from vcsched.api.queue_info import QueueInfo
-from vcsched.api.resource import PODS, Default, Resource, is_scalar_resource_name, share
+from vcsched.api.resource import Default, Resource, share
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import ALLOCATED_STATUS, PodGroupPhase, QueueState, TaskStatus, Vote
 from vcsched.framework.arguments import Arguments
@@ -24,6 +24,16 @@ from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
 from vcsched.framework.stats import QueueStats
+from vcsched.plugins.util import (
+    allocated_task_num,
+    deduct_sch_gated_resources,
+    elastic_resources,
+    format_resource_names,
+    get_inqueue_resource,
+    plain,
+    resource_max,
+    same,
+)
 
 if TYPE_CHECKING:
     from vcsched.framework.session import Session
@@ -81,7 +91,7 @@ class ProportionPlugin(Plugin):
     # -- session open -------------------------------------------------------------
 
     def on_session_open(self, ssn: "Session") -> None:
-        self.total = _plain(ssn.total_resource)
+        self.total = plain(ssn.total_resource)
         self.total_guarantee = Resource()
         for queue in ssn.queues.values():
             if queue.guarantee is not None:
@@ -94,12 +104,12 @@ class ProportionPlugin(Plugin):
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         capability = None
         if queue.capability is not None:
-            capability = _plain(queue.capability)
+            capability = plain(queue.capability)
             if capability.milli_cpu <= 0:
                 capability.milli_cpu = UNLIMITED
             if capability.memory <= 0:
                 capability.memory = UNLIMITED
-        guarantee = _plain(queue.guarantee) if queue.guarantee is not None else Resource()
+        guarantee = plain(queue.guarantee) if queue.guarantee is not None else Resource()
         real_capability = self.total.exceeded_part(self.total_guarantee).add(guarantee)
         if capability is not None:
             real_capability.min_dimension(capability, Default.INFINITY)
@@ -151,13 +161,13 @@ class ProportionPlugin(Plugin):
                 attr.deserved.min_dimension(attr.request, Default.ZERO)
                 attr.deserved = resource_max(attr.deserved, attr.guarantee)
                 _update_share(attr)
-                if attr.request.less_equal(attr.deserved, Default.ZERO) or _same(attr.deserved, old):
+                if attr.request.less_equal(attr.deserved, Default.ZERO) or same(attr.deserved, old):
                     met.add(name)
                 increased, decreased = attr.deserved.diff(old)
                 increased_sum.add(increased)
                 decreased_sum.add(decreased)
             remaining = remaining.clone().add(decreased_sum).exceeded_part(increased_sum)
-            if remaining.is_empty() or _same(remaining, old_remaining):
+            if remaining.is_empty() or same(remaining, old_remaining):
                 break
 
     def _register(self, ssn: "Session") -> None:
@@ -341,98 +351,3 @@ def _update_share(attr: QueueAttr) -> None:
         if s > res:
             res = s
     attr.share = res
-
-
-# -- Volcano's Resource arithmetic, key sets included ----------------------------------
-
-
-def _plain(r: Resource) -> Resource:
-    """A copy without ``max_task_num``, which Volcano's ``Add`` never carries."""
-    return Resource(r.milli_cpu, r.memory, dict(r.scalars))
-
-
-def _same(a: Resource, b: Resource) -> bool:
-    """``equality.Semantic.DeepEqual`` on the fields that can differ here."""
-    return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
-
-
-def resource_max(l: Resource, r: Resource) -> Resource:
-    """``helpers.Max``: per-dimension max; scalars the union of the non-negative values."""
-    res = Resource(max(l.milli_cpu, r.milli_cpu), max(l.memory, r.memory))
-    s = res.scalars
-    for name, v in l.scalars.items():
-        if v >= 0:
-            s[name] = v
-    for name, v in r.scalars.items():
-        if v >= 0:
-            s[name] = max(v, s.get(name, 0.0))
-    return res
-
-
-# -- job helpers shared with overcommit (job_info.go, plugins/util) -----------------------
-
-
-def allocated_task_num(job: JobInfo) -> int:
-    """``CalculateAllocatedTaskNum``: tasks in an allocated status."""
-    return sum(1 for t in job.tasks.values() if t.status & ALLOCATED_STATUS)
-
-
-def get_inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
-    """``GetInqueueResource``: per minResources dimension, what allocated does not cover yet."""
-    min_res = job.podgroup.min_resources
-    inqueue = Resource()
-    inqueue.milli_cpu = max(min_res.milli_cpu - allocated.milli_cpu, 0.0)
-    inqueue.memory = max(min_res.memory - allocated.memory, 0.0)
-    for name, quant in min_res.scalars.items():
-        if name == PODS:
-            reserved = quant - allocated.scalars.get(PODS, 0.0)
-            if reserved > 0:
-                inqueue.scalars[PODS] = reserved
-            continue
-        if not is_scalar_resource_name(name):
-            continue  # ephemeral-storage is not a "scalar resource name"
-        if name not in allocated.scalars:
-            inqueue.scalars[name] = quant
-        else:
-            reserved = quant - allocated.scalars[name]
-            if reserved > 0:
-                inqueue.scalars[name] = reserved
-    return inqueue
-
-
-def sch_gated_resources(job: JobInfo) -> Resource:
-    """``GetSchGatedPodResources``: tasks held by a scheduling gate other than Volcano's own."""
-    res = Resource()
-    for t in job.tasks.values():
-        if t.scheduling_gated:
-            res.add(t.resreq)
-    return res
-
-
-def deduct_sch_gated_resources(job: JobInfo, res: Resource) -> Resource:
-    """``DeductSchGatedResources``: res less the gated tasks' requests, floored at 0."""
-    gated = sch_gated_resources(job)
-    if gated.is_empty():
-        return res
-    result = res.clone()
-    result.milli_cpu = max(result.milli_cpu - gated.milli_cpu, 0.0)
-    result.memory = max(result.memory - gated.memory, 0.0)
-    for name, v in res.scalars.items():
-        g = gated.scalars.get(name)
-        if g is not None:
-            result.scalars[name] = max(v - g, 0.0)
-    return result
-
-
-def elastic_resources(job: JobInfo) -> Resource:
-    """``GetElasticResources``: allocated beyond minResources (everything, without minResources)."""
-    pg = job.podgroup
-    min_res = pg.min_resources if pg is not None and pg.min_resources is not None else Resource()
-    return job.allocated.exceeded_part(min_res)
-
-
-def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
-    """``FormatResourceNames``: ``prefix: verb a, verb b``."""
-    if not names:
-        return prefix
-    return f"{prefix}: " + ", ".join(f"{verb} {n}" for n in names)
