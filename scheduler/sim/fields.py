@@ -1,0 +1,290 @@
+"""The simulator's field machinery: typed reads of manifest fields that fail with one line.
+
+A ``Checker`` knows the object being read (its source and how to name it) and
+raises ``ManifestError`` with the field path; the helpers here read one field
+each (``as_mapping``, ``as_list``, ``as_string``, ``as_int``, ``one_of``,
+``string_map``, ``resource_list``, ``parse_time``, ...) and fail as the
+Kubernetes API server would word it.  The kinds themselves are validated in
+``manifests`` (reading, per-kind dispatch) and ``pod_manifest`` (Pods and pod
+templates).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from fractions import Fraction
+from typing import Any, NoReturn
+
+from ..api.quantity import QuantityError, parse_quantity
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+# k8s helper.IsIntegerResourceName: these plus every extended resource
+INTEGER_RESOURCES = frozenset(
+    {
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "resourcequotas",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+
+
+class ManifestError(ValueError):
+    """Input the simulator refuses: one line naming file, document, object and field.
+
+    ``ManifestError(source, detail, ref=..., field=...)`` builds
+    ``source (ref): field: detail``; ``ManifestError(line)`` takes a line
+    already in that form (for checks made elsewhere, such as cross-object ones).
+    """
+
+    def __init__(self, source: str, detail: str | None = None, *, ref: str | None = None, field: str | None = None) -> None:
+        if detail is None:
+            source, detail = "", source
+        self.source = source
+        self.ref = ref
+        self.field = field
+        self.detail = " ".join(detail.split())
+        parts = [source + (f" ({ref})" if ref else ""), field, self.detail]
+        super().__init__(": ".join(part for part in parts if part))
+
+
+class Checker:
+    """Raises ManifestError for one object; knows its source and how to name it."""
+
+    __slots__ = ("source", "ref")
+
+    def __init__(self, source: str, ref: str | None = None) -> None:
+        self.source = source
+        self.ref = ref
+
+    def fail(self, field: str | None, detail: str) -> NoReturn:
+        raise ManifestError(self.source, detail, ref=self.ref, field=field)
+
+
+class PrefixedChecker(Checker):
+    """Checks a nested pod template: fields are named from the enclosing object."""
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, outer: Checker, prefix: str) -> None:
+        super().__init__(outer.source, outer.ref)
+        self.prefix = prefix
+
+    def fail(self, field: str | None, detail: str) -> NoReturn:
+        super().fail(self.prefix + field if field else self.prefix.rstrip("."), detail)
+
+
+# -- field helpers ---------------------------------------------------------------
+
+
+def type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, (date, datetime)):
+        return "timestamp"
+    return type(value).__name__
+
+
+def describe(value: object) -> str:
+    if isinstance(value, (dict, list)) or value is None:
+        return type_name(value)
+    text = value.isoformat() if isinstance(value, (date, datetime)) else repr(value)
+    return f"{type_name(value)} {text}"
+
+
+def as_mapping(value: Any, check: Checker, path: str) -> dict:
+    """A mapping; null (absent) is an empty one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        check.fail(path, f"must be a mapping, got {describe(value)}")
+    return value
+
+
+def as_item(value: Any, check: Checker, path: str) -> dict:
+    """A list item that must be a mapping: null is refused, as a structural schema refuses it."""
+    if value is None:
+        check.fail(path, "must be a mapping, got null")
+    return as_mapping(value, check, path)
+
+
+def as_list(value: Any, check: Checker, path: str) -> list:
+    if not isinstance(value, list):
+        check.fail(path, f"must be a list, got {describe(value)}")
+    return value
+
+
+def as_string(value: Any, check: Checker, path: str) -> str:
+    if not isinstance(value, str):
+        check.fail(path, f"must be a string, got {describe(value)}")
+    return value
+
+
+def optional_bool(value: Any, check: Checker, path: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        check.fail(path, f"must be a boolean, got {describe(value)}")
+
+
+def as_int(value: Any, check: Checker, path: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        check.fail(path, f"must be an integer, got {describe(value)}")
+    if value < low:
+        check.fail(path, f"must be greater than or equal to {low}, got {value}")
+    if value > high:
+        check.fail(path, f"must be less than or equal to {high}, got {value}")
+    return value
+
+
+def check_port(value: Any, check: Checker, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        check.fail(path, f"must be between 1 and 65535, inclusive, got {describe(value)}")
+
+
+def one_of(value: Any, allowed: tuple[str, ...], check: Checker, path: str) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        supported = ", ".join(repr(a) for a in allowed)
+        check.fail(path, f"Unsupported value: {describe(value)}: supported values: {supported}")
+    return value
+
+
+def string_map(value: Any, check: Checker, path: str) -> dict:
+    """A map of strings to strings, as metadata.labels, nodeSelector or ConfigMap data."""
+    data = as_mapping(value, check, path)
+    for key, item in data.items():
+        if not isinstance(key, str):
+            check.fail(path, f"keys must be strings, got {describe(key)}")
+        if not isinstance(item, str):
+            check.fail(f"{path}[{key}]", f"must be a string, got {describe(item)}")
+    return data
+
+
+def check_dns_subdomain(value: str, check: Checker, path: str) -> None:
+    if len(value) > 253:
+        check.fail(path, f"must be no more than 253 characters, got {len(value)}")
+    if not DNS1123_SUBDOMAIN.match(value):
+        check.fail(
+            path,
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+            f"and must start and end with an alphanumeric character, got {value!r}",
+        )
+
+
+def check_dns_label(value: str, check: Checker, path: str) -> None:
+    if len(value) > 63:
+        check.fail(path, f"must be no more than 63 characters, got {len(value)}")
+    if not DNS1123_LABEL.match(value):
+        check.fail(
+            path,
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+            f"and must start and end with an alphanumeric character, got {value!r}",
+        )
+
+
+def is_qualified_name(name: str) -> bool:
+    """k8s validation.IsQualifiedName: ``[prefix/]name``, prefix a DNS subdomain."""
+    prefix, slash, rest = name.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(rest) <= 63 and bool(QUALIFIED_NAME_PART.match(rest))
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended_resource(name: str) -> bool:
+    """k8s helper.IsExtendedResourceName."""
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name(f"requests.{name}")
+
+
+def check_container_resource_name(name: Any, check: Checker, path: str) -> None:
+    as_string(name, check, path)
+    if "/" not in name:
+        if name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
+            check.fail(path, f"must be a standard resource for containers, got {name!r}")
+    elif not is_qualified_name(name) or (not is_native_resource(name) and not is_extended_resource(name)):
+        check.fail(path, f"doesn't follow extended resource name standard, got {name!r}")
+
+
+def resource_list(
+    value: Any, check: Checker, path: str, *, nonnegative: bool = True, integral: bool = True
+) -> dict[str, Fraction]:
+    """A ResourceList: every quantity parses; ``ValidateResourceQuantityValue`` when asked."""
+    parsed: dict[str, Fraction] = {}
+    for name, raw in as_mapping(value, check, path).items():
+        field = f"{path}.{name}"
+        if not isinstance(name, str):
+            check.fail(path, f"resource names must be strings, got {describe(name)}")
+        try:
+            quantity = parse_quantity(raw)
+        except QuantityError as exc:
+            check.fail(field, str(exc))
+        if nonnegative and quantity < 0:
+            check.fail(field, f"must be greater than or equal to 0, got {quoted(raw)}")
+        if integral and (name in INTEGER_RESOURCES or is_extended_resource(name)) and quantity.denominator != 1:
+            check.fail(field, f"must be an integer, got {quoted(raw)}")
+        parsed[name] = quantity
+    return parsed
+
+
+def plain(raw: Any) -> str:
+    """A quantity as written: ``1``, ``500m``."""
+    return raw.strip() if isinstance(raw, str) else str(raw)
+
+
+def quoted(raw: Any) -> str:
+    """A quantity as written, quoted as a ``got`` value: ``'500m'``."""
+    return repr(plain(raw))
+
+
+def or_empty(value: Any) -> Any:
+    """An optional string field: null is the empty string."""
+    return "" if value is None else value
+
+
+def parse_time(value: Any, check: Checker, path: str) -> datetime:
+    """An RFC 3339 date-time; YAML gives unquoted ones as datetime (naive means UTC)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str) and RFC3339.match(value.strip()):
+        text = value.strip().upper().replace("Z", "+00:00")
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass
+    check.fail(path, f"must be an RFC 3339 date-time such as '2026-01-01T00:00:00Z', got {describe(value)}")
+
+
+def format_time(moment: datetime) -> str:
+    """``metav1.Time`` form: UTC, whole seconds, ``Z``."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
