@@ -8,6 +8,7 @@ any difference below ``MIN_RESOURCE`` (0.1) as equal.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -255,6 +256,59 @@ class Resource:
                 failed.append(name)
         return failed
 
+    def less_equal_partly_zero_filtered(self, r: "Resource", req: "Resource") -> list[str]:
+        """``LessEqualPartlyWithDimensionZeroFiltered``: the dimensions req asks for where self fits r,
+        leaving out those where both self and r are zero (``pods`` never counts); empty: none fits."""
+        fits: list[str] = []
+        if req.milli_cpu > 0 and not (self.milli_cpu < MIN_RESOURCE and r.milli_cpu < MIN_RESOURCE):
+            if self.milli_cpu < r.milli_cpu or abs(self.milli_cpu - r.milli_cpu) < MIN_RESOURCE:
+                fits.append(CPU)
+        if req.memory > 0 and not (self.memory < MIN_RESOURCE and r.memory < MIN_RESOURCE):
+            if self.memory < r.memory or abs(self.memory - r.memory) < MIN_RESOURCE:
+                fits.append(MEMORY)
+        for name, quant in req.scalars.items():
+            if name == PODS or quant <= 0:
+                continue
+            lv, rv = self.get(name), r.get(name)
+            if lv < MIN_RESOURCE and rv < MIN_RESOURCE:
+                continue
+            if lv < rv or abs(lv - rv) < MIN_RESOURCE:
+                fits.append(name)
+        return fits
+
+    def greater_partly_relevant(self, r: "Resource", req: "Resource") -> list[str]:
+        """``GreaterPartlyWithRelevantDimensions``: the dimensions req asks for, and r has, where self
+        exceeds r (``pods`` never counts); empty: none."""
+        over: list[str] = []
+        if req.milli_cpu > 0 and r.milli_cpu >= MIN_RESOURCE and self.milli_cpu > r.milli_cpu:
+            over.append(CPU)
+        if req.memory > 0 and r.memory >= MIN_RESOURCE and self.memory > r.memory:
+            over.append(MEMORY)
+        for name, quant in req.scalars.items():
+            if name == PODS or quant <= 0 or name not in r.scalars:
+                continue
+            if self.get(name) > r.get(name):
+                over.append(name)
+        return over
+
+    def less_partly(self, r: "Resource", default: Default) -> bool:
+        """``LessPartly``: some dimension of self is below r's (a scalar missing on one side per ``default``)."""
+        if self.milli_cpu < r.milli_cpu or self.memory < r.memory:
+            return True
+        if default is Default.ZERO:
+            for name in r.scalars:
+                if name not in self.scalars:
+                    return True
+        for name, lv in self.scalars.items():
+            rv = r.scalars.get(name)
+            if rv is None:
+                if default is Default.INFINITY:
+                    return True
+                continue
+            if lv < rv:
+                return True
+        return False
+
     # -- output -------------------------------------------------------------------
 
     def to_list(self) -> dict[str, str]:
@@ -268,6 +322,17 @@ class Resource:
         parts = [f"cpu {self.milli_cpu:.2f}", f"memory {self.memory:.2f}"]
         parts.extend(f"{n} {v:.2f}" for n, v in sorted(self.scalars.items()))
         return ", ".join(parts)
+
+
+def intersection(a: Resource, b: Resource) -> list[str]:
+    """``Intersection``: the names both have at least ``MIN_RESOURCE`` of, ``pods`` included."""
+    names = set(a.resource_names())
+    return [n for n in b.resource_names() if n in names]
+
+
+def infinite_resource() -> Resource:
+    """``InfiniteResource``: cpu and memory without bound, no scalars."""
+    return Resource(sys.float_info.max, sys.float_info.max, {}, sys.maxsize)
 
 
 def share(allocated: float, total: float) -> float:

@@ -6,11 +6,23 @@ from .interface import Action, Plugin
 
 
 def plugin_classes() -> dict[str, type[Plugin]]:
-    from ..plugins import binpack, conformance, drf, gang, nodeorder, overcommit, predicates, priority, proportion
+    from ..plugins import (
+        binpack,
+        capacity,
+        conformance,
+        drf,
+        gang,
+        nodeorder,
+        overcommit,
+        predicates,
+        priority,
+        proportion,
+    )
     from ..plugins.deviceshare import DeviceSharePlugin
 
     classes: list[type[Plugin]] = [
         binpack.BinpackPlugin,
+        capacity.CapacityPlugin,
         conformance.ConformancePlugin,
         DeviceSharePlugin,
         drf.DrfPlugin,

@@ -195,6 +195,14 @@ class Session:
                 release()
         self.scratch.clear()
 
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        """``HierarchyEnabled``: the first option naming ``plugin`` sets ``enableHierarchy``."""
+        for tier in self.tiers:
+            for option in tier:
+                if option.name == plugin:
+                    return option.enabled("enableHierarchy")
+        return False
+
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         """Register a plugin's callback for an extension point (``ssn.AddXxxFn``)."""
         self._fns[point][plugin] = fn
