@@ -102,7 +102,8 @@ def simulate(args: argparse.Namespace) -> int:
         if args.cycles is None and not changed:
             break
     fmt = args.output or ("table" if sys.stdout.isatty() else "json")
-    sys.stdout.write(render(result(cluster, cache, cycles), fmt) + ("" if fmt == "table" else "\n"))
+    stats = scheduler.last_session.stats.queues if cycles else None
+    sys.stdout.write(render(result(cluster, cache, cycles, stats), fmt) + ("" if fmt == "table" else "\n"))
     return 0
 
 

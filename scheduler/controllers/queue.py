@@ -14,7 +14,8 @@ def default_queue(name: str, reclaimable: bool, creation_timestamp: str) -> dict
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": creation_timestamp},
-        "spec": {"weight": 1, "reclaimable": reclaimable},
+        # the mutating webhook sets every queue but root under root
+        "spec": {"weight": 1, "reclaimable": reclaimable, **({"parent": "root"} if name != "root" else {})},
         "status": {"state": "Open"},
     }
 

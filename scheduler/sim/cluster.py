@@ -18,6 +18,7 @@ from ..cache import Cache
 from ..controllers.job import validate_job_queue, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
+from ..controllers.queue_admission import validate_queue_tree
 from ..framework.effects import Bind, Effect, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
 from .manifests import Manifest, ManifestError
 
@@ -60,6 +61,7 @@ class SimCluster:
                 sources["pg:" + m.key] = m
             elif m.kind == "Queue":
                 c.queues[m.name] = reconcile_queue(obj)
+                sources["queue:" + m.name] = m
             elif m.kind == "PriorityClass":
                 c.priority_classes[m.name] = obj
             elif m.kind == "ConfigMap":
@@ -146,6 +148,10 @@ class SimCluster:
                 m = sources.get("pg:" + key)
                 where = f"{m.source} (PodGroup {key})" if m else f"PodGroup {key}"
                 raise ManifestError(f"{where}: spec.queue: Queue {queue} not found")
+        for problem in validate_queue_tree(self.queues)[:1]:
+            m = sources.get("queue:" + problem.queue)
+            raise ManifestError(m.source if m else "", problem.message, ref=f"Queue {problem.queue}",
+                                field=problem.field)
         for key, job in self.jobs.items():
             # the job webhook's queue checks (exists, Open, not root, a leaf), with Volcano's message
             problems = validate_job_queue(job, self.queues)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from ..cache import Cache
+from ..framework.stats import QueueStats
 from .cluster import SimCluster
 
 
-def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
+def result(cluster: SimCluster, cache: Cache, cycles: int,
+           queue_stats: Mapping[str, QueueStats] | None = None) -> dict[str, Any]:
+    """The contract's document; ``queue_stats``: the queue plugin's view at the end of the last session."""
     pods = {}
     for key, pod in cluster.pods.items():
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -37,11 +41,7 @@ def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
             "running": status.get("running") or 0,
             "conditions": status.get("conditions") or [],
         }
-    queues = {
-        name: {"state": (q.get("status") or {}).get("state") or "Open",
-               "allocated": (q.get("status") or {}).get("allocated") or {"cpu": "0", "memory": "0"}}
-        for name, q in cluster.queues.items()
-    }
+    queues = {name: _queue(q, (queue_stats or {}).get(name)) for name, q in cluster.queues.items()}
     nodes = {}
     for name, info in cache.nodes.items():
         if not info.ready:
@@ -86,6 +86,20 @@ def result(cluster: SimCluster, cache: Cache, cycles: int) -> dict[str, Any]:
     }
 
 
+def _queue(q: Mapping[str, Any], stats: QueueStats | None) -> dict[str, Any]:
+    """A queue's state, its place in the tree, its quota as written and its use: ``deserved`` is the
+    queue plugin's (proportion's fair share, capacity's) when one ran, else ``spec.deserved``."""
+    spec, status = q.get("spec") or {}, q.get("status") or {}
+    return {
+        "state": status.get("state") or "Open",
+        "allocated": status.get("allocated") or {"cpu": "0", "memory": "0"},
+        "parent": spec.get("parent") or None,
+        "deserved": stats.deserved.to_list() if stats is not None else dict(spec.get("deserved") or {}),
+        "capability": dict(spec.get("capability") or {}),
+        "guarantee": dict((spec.get("guarantee") or {}).get("resource") or {}),
+    }
+
+
 def render(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(doc, sort_keys=True, indent=2)
@@ -115,9 +129,9 @@ def table(doc: dict[str, Any]) -> str:
         out += ["", "Jobs:"] + _rows(["JOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"], js)
     pgs = [[k, g["phase"], g["running"]] for k, g in sorted(doc["podgroups"].items())]
     out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING"], pgs)
-    qs = [[k, q["state"], ", ".join(f"{r}={v}" for r, v in sorted(q["allocated"].items()))]
-          for k, q in sorted(doc["queues"].items())]
-    out += ["", "Queues:"] + _rows(["QUEUE", "STATE", "ALLOCATED"], qs)
+    qs = [["  " * depth + k, q["state"], _res(q["allocated"]), _res(q["deserved"]), _res(q["capability"]),
+           _res(q["guarantee"])] for depth, k, q in _queue_tree(doc["queues"])]
+    out += ["", "Queues:"] + _rows(["QUEUE", "STATE", "ALLOCATED", "DESERVED", "CAPABILITY", "GUARANTEE"], qs)
     ns = []
     for name, n in doc["nodes"].items():
         alloc, used = n["allocatable"], n["used"]
@@ -142,3 +156,32 @@ def _session_view(info, d):  # type: ignore[no-untyped-def]
     view = d.clone()
     view.open_session(info)
     return view
+
+
+def _res(r: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(r.items())) or "-"
+
+
+def _queue_tree(queues: Mapping[str, Mapping[str, Any]]) -> list[tuple[int, str, Mapping[str, Any]]]:
+    """The queues depth first from the top, children by name; a queue whose parent is missing, or
+    on a cycle, is listed at the top level after the tree."""
+    children: dict[str | None, list[str]] = {}
+    for name, q in queues.items():
+        parent = q.get("parent")
+        children.setdefault(parent if parent in queues and parent != name else None, []).append(name)
+    out: list[tuple[int, str, Mapping[str, Any]]] = []
+    seen: set[str] = set()
+
+    def walk(name: str, depth: int) -> None:
+        seen.add(name)
+        out.append((depth, name, queues[name]))
+        for child in sorted(children.get(name, ())):
+            if child not in seen:
+                walk(child, depth + 1)
+
+    for name in sorted(children.get(None, ())):
+        walk(name, 0)
+    for name in sorted(queues):
+        if name not in seen:
+            walk(name, 0)
+    return out
