@@ -130,13 +130,39 @@ PREEMPT_CONF_ACTIONS = 'actions: "enqueue, allocate, preempt, backfill"'
 LOW_PRIORITY, HIGH_PRIORITY = 10, 1000
 
 
-def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict]) -> Cache:
-    """``cache`` with the bench's priority classes, root and default queues (Open), then the cluster."""
+# --queue-tree: capacity with enableHierarchy in place of proportion
+QUEUE_TREE_PLUGIN = "  - name: capacity\n    enableHierarchy: true\n"
+
+
+def queue_tree(leaves: int, nodes: int, node_cpu: str) -> list[dict]:
+    """``leaves`` leaf queues under ten departments under root; each leaf deserves an equal part of the
+    cluster's CPU, each department the sum of its leaves'."""
+    total = parse_quantity(node_cpu) * nodes
+    per_leaf = total / leaves
+    queues: list[dict] = []
+    departments = min(10, leaves)
+    for d in range(departments):
+        mine = range(d, leaves, departments)
+        queues.append({"metadata": {"name": f"dept-{d}", "creationTimestamp": rfc3339(SIM_EPOCH)},
+                       "spec": {"weight": 1, "parent": "root", "deserved": {"cpu": f"{int(per_leaf * len(mine) * 1000)}m"}},
+                       "status": {"state": "Open"}})
+        for leaf in mine:
+            queues.append({"metadata": {"name": f"leaf-{leaf:03d}", "creationTimestamp": rfc3339(SIM_EPOCH)},
+                           "spec": {"weight": 1, "parent": f"dept-{d}", "deserved": {"cpu": f"{int(per_leaf * 1000)}m"}},
+                           "status": {"state": "Open"}})
+    return queues
+
+
+def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict],
+               queues: list[dict] = ()) -> Cache:
+    """``cache`` with the bench's priority classes, root and default queues (Open), ``queues``, then the cluster."""
     for name, value in (("low", LOW_PRIORITY), ("high", HIGH_PRIORITY)):
         cache.add_priority_class({"metadata": {"name": name}, "value": value})
     for q in ("root", "default"):
         cache.add_queue({"metadata": {"name": q, "creationTimestamp": rfc3339(SIM_EPOCH)},
                          "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
+    for q in queues:
+        cache.add_queue(q)
     for n in nodes:
         cache.add_node(n)
     for pg in podgroups:
@@ -240,15 +266,23 @@ def run(args: argparse.Namespace) -> BenchResult:
             conf_text = f.read()
     elif args.preempt:
         conf_text = PREEMPT_CONF_ACTIONS + conf_text[conf_text.index("\n"):]
+    queues: list[dict] = []
+    if args.queue_tree and not args.conf:
+        conf_text = conf_text.replace("  - name: proportion\n", QUEUE_TREE_PLUGIN)
     conf = parse_conf(conf_text)
     running: list[dict] = []
     if args.preempt:
         nodes, podgroups, pods, running = build_preempt_cluster(args)
     else:
         nodes, podgroups, pods = build_cluster(args)
+    if args.queue_tree:
+        queues = queue_tree(args.queue_tree, args.nodes, args.node_cpu)
+        leaves = [q["metadata"]["name"] for q in queues if q["metadata"]["name"].startswith("leaf-")]
+        for i, pg in enumerate(podgroups):  # jobs round robin over the leaves
+            pg["spec"]["queue"] = leaves[i % len(leaves)]
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
-    cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods)
+    cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods, queues)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
@@ -379,6 +413,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--preempt", type=int, default=0, metavar="N",
                    help="preemption shape: fill every node with low-priority pods (of the largest --cpu and --memory), "
                         "then N high-priority pods of that size arrive and must preempt (--pods is ignored)")
+    p.add_argument("--queue-tree", type=int, default=0, metavar="N",
+                   help="jobs round robin over N leaf queues under ten departments, scheduled by capacity with "
+                        "enableHierarchy in place of proportion (each leaf deserves an equal part of the CPU)")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)
