@@ -62,3 +62,45 @@ async def _podgroup_of(kube: Kube, name: str) -> dict | None:
     if p is None:
         return None
     return await kube.podgroup("default", f"podgroup-{p['metadata']['uid']}")
+
+
+TREE_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+"""
+
+
+async def _allocated(kube: Kube, name: str, cpu: str) -> dict | None:
+    q = await kube.get(f"{QUEUES}/{name}")
+    return q if q and ((q.get("status") or {}).get("allocated") or {}).get("cpu") == cpu else None
+
+
+async def test_a_queue_tree_caps_a_team_and_counts_it_up_the_tree(kube: Kube, vcsched: VcschedRunner):
+    """capacity with enableHierarchy on the real API server: eng's capability of 2 CPU holds its leaf
+    team-a to two of its three one-CPU pods, and the queue status written through queues/status counts
+    them in team-a and in eng, the parent."""
+    await kube.conf_map(TREE_CONF)
+    await kube.node("n0")
+    await kube.create(queue("eng", capability={"cpu": "2"}))
+    await kube.create(queue("team-a", parent="eng"))
+    for i in range(3):
+        await kube.create(pod(f"a{i}", queue="team-a"))
+    vcsched.start()
+    await kube.eventually(lambda: _allocated(kube, "team-a", "2"), "team-a's status.allocated cpu 2")
+    await kube.eventually(lambda: _allocated(kube, "eng", "2"), "eng's status.allocated cpu 2 (its leaf's)")
+    bound = [name for name in ("a0", "a1", "a2") if await kube.bound("default", name)]
+    assert len(bound) == 2
+    # a marker in the default queue, created after: once it is bound, later sessions have passed the third by
+    await kube.create(pod("marker"))
+    await kube.eventually(lambda: kube.bound("default", "marker"), "the marker bound")
+    assert len([name for name in ("a0", "a1", "a2") if await kube.bound("default", name)]) == 2
