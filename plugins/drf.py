@@ -1,35 +1,69 @@
-"""drf: dominant resource fairness between jobs (plugins/drf/drf.go).
+"""drf: dominant resource fairness between jobs, and between queues with ``enableHierarchy``
+(plugins/drf/drf.go).
 
-spec/framework.md §8.4.  Hierarchical DRF (``enableHierarchy``) is not implemented:
-the flag is ignored and no queue order or reclaim function is registered.
+spec/framework.md §8.4.  A job's share is the largest allocated/total ratio over the
+cluster's resources (``pods`` included).  Always registered: job order (lower share
+first), preemptable (a preemptee is a victim while its job's share without it stays at
+or above the preemptor job's share with the preemptor), and the event handlers that
+keep the shares current.
+
+With ``enableHierarchy: true`` on the (first) ``drf`` entry of the tiers (Volcano's
+``HierarchyEnabled``), hierarchical DRF (hdrf) is on as well: the queues form a tree
+from their ``volcano.sh/hierarchy`` and ``volcano.sh/hierarchy-weights`` annotations
+(plugins/hdrf.py has the tree and its share arithmetic), and drf also registers
+
+- queue order: by the tree, level by level from the root (unsaturated before saturated,
+  then lower share/weight);
+- reclaimable: a reclaimee is a victim when, in a copy of the tree where the reclaimer's
+  job holds the reclaimer and the reclaimee's job no longer holds the reclaimee, the
+  reclaimer's queue still orders strictly before the reclaimee's; every reclaimee is
+  judged on its own, not cumulatively;
+- the event handlers also keep the tree and the session's total allocation current.
+
+hdrf cannot share a tier with proportion (the conf refuses it, as Volcano does).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import structlog
 from vcsched.api.job_info import JobInfo
-from vcsched.api.resource import Resource, share
+from vcsched.api.queue_info import QueueInfo
+from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import ALLOCATED_STATUS, Vote
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
+from vcsched.plugins.hdrf import (
+    HIERARCHY_ANNOTATION,
+    HIERARCHY_WEIGHTS_ANNOTATION,
+    DrfAttr,
+    HierarchyTree,
+    dominant_share,
+    weight_problems,
+)
 
 if TYPE_CHECKING:
     from vcsched.framework.session import Session
 
+log = structlog.get_logger("vcsched.drf")
+
 SHARE_DELTA = 0.000001
 
 
-@dataclass(slots=True)
-class DrfAttr:
-    """A job's allocated resources and the dominant share they give."""
+def hierarchy_enabled(ssn: "Session") -> bool:
+    """Volcano's drf ``HierarchyEnabled``: the first ``drf`` entry of the tiers decides (the
+    session's rule; a stand-in session without it has hdrf off)."""
+    rule = getattr(ssn, "hierarchy_enabled", None)
+    return bool(rule is not None and rule(DrfPlugin.name))
 
-    allocated: Resource = field(default_factory=Resource)
-    share: float = 0.0
-    dominant_resource: str = ""
+
+def queue_hierarchy(queue: QueueInfo) -> tuple[str, str]:
+    """The queue's path and weights annotations ("" when absent)."""
+    ann = queue.annotations
+    return ann.get(HIERARCHY_ANNOTATION, ""), ann.get(HIERARCHY_WEIGHTS_ANNOTATION, "")
 
 
 class DrfPlugin(Plugin):
@@ -40,20 +74,14 @@ class DrfPlugin(Plugin):
         self.total = Resource()
         self.total_names: list[str] = []
         self.job_attrs: dict[str, DrfAttr] = {}
+        # hdrf: None when enableHierarchy is off
+        self.tree: HierarchyTree | None = None
 
     # -- shares -------------------------------------------------------------------
 
     def calculate_share(self, allocated: Resource) -> tuple[str, float]:
         """The dominant resource and its share of the cluster total."""
-        res = 0.0
-        dominant = ""
-        total = self.total
-        for rn in self.total_names:
-            s = share(allocated.get(rn), total.get(rn))
-            if s > res:
-                res = s
-                dominant = rn
-        return dominant, res
+        return dominant_share(allocated, self.total, self.total_names)
 
     def update_share(self, attr: DrfAttr) -> None:
         attr.dominant_resource, attr.share = self.calculate_share(attr.allocated)
@@ -73,8 +101,37 @@ class DrfPlugin(Plugin):
             self.job_attrs[job.uid] = attr
 
         ssn.add(Point.PREEMPTABLE, self.name, self.preemptable)
+        if hierarchy_enabled(ssn):
+            self._open_hierarchy(ssn)
+            ssn.add(Point.QUEUE_ORDER, self.name, self.queue_order)
+            ssn.add(Point.RECLAIMABLE, self.name, lambda l, r: self.reclaimable(ssn, l, r))
         ssn.add(Point.JOB_ORDER, self.name, self.job_order)
-        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+        ssn.add_event_handler(EventHandler(
+            allocate=lambda task: self.on_allocate(ssn, task),
+            deallocate=lambda task: self.on_deallocate(ssn, task),
+        ))
+
+    def _open_hierarchy(self, ssn: "Session") -> None:
+        """Every job of the session as a leaf under its queue's path, then one pass over the tree
+        (Volcano updates the tree job by job; only the last pass's result remains)."""
+        tree = self.tree = HierarchyTree(self.total, self.total_names)
+        warned: set[str] = set()
+        for job in ssn.jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            hierarchy, weights = queue_hierarchy(queue)
+            if queue.name not in warned:
+                warned.add(queue.name)
+                problems = weight_problems(hierarchy, weights)
+                if problems:
+                    log.warning("drf: queue hierarchy weights read differently from what is written",
+                                queue=queue.name, field=f"metadata.annotations[{HIERARCHY_WEIGHTS_ANNOTATION}]",
+                                hierarchy=hierarchy, weights=weights, problems="; ".join(problems))
+            attr = self.job_attrs[job.uid]
+            tree.allocated.add(attr.allocated)
+            tree.place(job.uid, attr, job.total_request, hierarchy, weights)
+        tree.refresh()
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
         """A preemptee is a victim while its job's share, without it, stays at or above the preemptor's."""
@@ -106,20 +163,90 @@ class DrfPlugin(Plugin):
             return 0
         return -1 if ls < rs else 1
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        attr = self.job_attrs.get(task.job)
-        if attr is None:
-            return
-        attr.allocated.add(task.resreq)
-        self.update_share(attr)
+    # -- hdrf ---------------------------------------------------------------------
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def queue_order(self, l: QueueInfo, r: QueueInfo) -> int:
+        """The queue the tree serves first goes first."""
+        assert self.tree is not None
+        ret = self.tree.compare_queues(queue_hierarchy(l)[0], queue_hierarchy(r)[0])
+        if ret < 0:
+            return -1
+        if ret > 0:
+            return 1
+        return 0
+
+    def reclaimable(self, ssn: "Session", reclaimer: TaskInfo,
+                    reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+        """Victims whose queue would still be served after the reclaimer's, each judged on a copy
+        of the tree with only that reclaimee taken away and the reclaimer added."""
+        assert self.tree is not None
+        victims: list[TaskInfo] = []
+        ljob = ssn.jobs.get(reclaimer.job)
+        lqueue = ssn.queues.get(ljob.queue) if ljob is not None else None
+        attr = self.job_attrs.get(ljob.uid) if ljob is not None else None
+        if ljob is None or lqueue is None or attr is None:
+            return victims, Vote.Permit
+        tree = self.tree.clone()
+        lattr = DrfAttr(attr.allocated.clone().add(reclaimer.resreq))
+        tree.allocated.add(reclaimer.resreq)
+        self.update_share(lattr)
+        lhierarchy, lweights = queue_hierarchy(lqueue)
+        tree.update(ljob.uid, lattr, ljob.total_request, lhierarchy, lweights)
+
+        for reclaimee in reclaimees:
+            rjob = ssn.jobs.get(reclaimee.job)
+            rqueue = ssn.queues.get(rjob.queue) if rjob is not None else None
+            ratt = self.job_attrs.get(rjob.uid) if rjob is not None else None
+            if rjob is None or rqueue is None or ratt is None:
+                continue
+            rhierarchy, rweights = queue_hierarchy(rqueue)
+            # the reclaimee's job without it ...
+            tree.allocated.sub(reclaimee.resreq)
+            rattr = DrfAttr(ratt.allocated.clone().sub(reclaimee.resreq))
+            self.update_share(rattr)
+            tree.update(rjob.uid, rattr, rjob.total_request, rhierarchy, rweights)
+            ret = tree.compare_queues(lhierarchy, rhierarchy)
+            # ... and with it again, for the next reclaimee
+            tree.allocated.add(reclaimee.resreq)
+            rattr.allocated.add(reclaimee.resreq)
+            self.update_share(rattr)
+            tree.update(rjob.uid, rattr, rjob.total_request, rhierarchy, rweights)
+            if ret < 0:
+                victims.append(reclaimee)
+        return victims, Vote.Permit
+
+    # -- events -------------------------------------------------------------------
+
+    def _changed(self, ssn: "Session", task: TaskInfo, sign: int) -> None:
+        job = ssn.jobs.get(task.job)
         attr = self.job_attrs.get(task.job)
-        if attr is None:
+        if job is None or attr is None:
             return
-        attr.allocated.sub(task.resreq)
+        if sign > 0:
+            attr.allocated.add(task.resreq)
+        else:
+            attr.allocated.sub(task.resreq)
         self.update_share(attr)
+        tree = self.tree
+        if tree is None:
+            return
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            return
+        if sign > 0:
+            tree.allocated.add(task.resreq)
+        else:
+            tree.allocated.sub(task.resreq)
+        hierarchy, weights = queue_hierarchy(queue)
+        tree.update(job.uid, attr, job.total_request, hierarchy, weights)
+
+    def on_allocate(self, ssn: "Session", task: TaskInfo) -> None:
+        self._changed(ssn, task, 1)
+
+    def on_deallocate(self, ssn: "Session", task: TaskInfo) -> None:
+        self._changed(ssn, task, -1)
 
     def on_session_close(self, ssn: "Session") -> None:
         ssn.stats.job_shares.update((uid, attr.share) for uid, attr in self.job_attrs.items())
         self.job_attrs = {}
+        self.tree = None
