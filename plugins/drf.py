@@ -53,13 +53,6 @@ log = structlog.get_logger("vcsched.drf")
 SHARE_DELTA = 0.000001
 
 
-def hierarchy_enabled(ssn: "Session") -> bool:
-    """Volcano's drf ``HierarchyEnabled``: the first ``drf`` entry of the tiers decides (the
-    session's rule; a stand-in session without it has hdrf off)."""
-    rule = getattr(ssn, "hierarchy_enabled", None)
-    return bool(rule is not None and rule(DrfPlugin.name))
-
-
 def queue_hierarchy(queue: QueueInfo) -> tuple[str, str]:
     """The queue's path and weights annotations ("" when absent)."""
     ann = queue.annotations
@@ -101,7 +94,7 @@ class DrfPlugin(Plugin):
             self.job_attrs[job.uid] = attr
 
         ssn.add(Point.PREEMPTABLE, self.name, self.preemptable)
-        if hierarchy_enabled(ssn):
+        if ssn.hierarchy_enabled(self.name):
             self._open_hierarchy(ssn)
             ssn.add(Point.QUEUE_ORDER, self.name, self.queue_order)
             ssn.add(Point.RECLAIMABLE, self.name, lambda l, r: self.reclaimable(ssn, l, r))

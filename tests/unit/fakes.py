@@ -43,6 +43,9 @@ class FakeSession:
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         self.registered.setdefault(point, {})[plugin] = fn
 
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        return False
+
     def add_event_handler(self, handler: Any) -> None:
         self.handlers.append(handler)
 

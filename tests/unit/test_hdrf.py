@@ -18,7 +18,7 @@ from vcsched.conf import PluginOption
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Point
 from vcsched.framework.session import Session
-from vcsched.plugins.drf import DrfPlugin, hierarchy_enabled
+from vcsched.plugins.drf import DrfPlugin
 from vcsched.plugins.hdrf import (
     DrfAttr,
     HierarchyTree,
@@ -345,13 +345,12 @@ def open_drf(ssn: FakeSession) -> DrfPlugin:
 
 
 def test_hierarchy_enabled_reads_the_first_drf_option() -> None:
-    assert hierarchy_enabled(FakeSession()) is False  # a stand-in session without the rule
     ssn = TieredSession()
-    assert hierarchy_enabled(ssn) is False  # no tiers at all
+    assert ssn.hierarchy_enabled("drf") is False  # no tiers at all
     ssn.tiers = [[PluginOption("gang", {}, Arguments({}))], [drf_option(True), drf_option(False)]]
-    assert hierarchy_enabled(ssn) is True
+    assert ssn.hierarchy_enabled("drf") is True
     ssn.tiers = [[drf_option(None)], [drf_option(True)]]
-    assert hierarchy_enabled(ssn) is False  # the first drf decides; unset is off
+    assert ssn.hierarchy_enabled("drf") is False  # the first drf decides; unset is off
 
 
 def test_hierarchy_registers_queue_order_and_reclaimable() -> None:
