@@ -579,8 +579,10 @@ class CapacityPlugin(Plugin):
                 return False
             return self.allocatable_in(table, queue.name, task)
 
-        ssn.add(Point.QUEUE_ORDER, self.name, queue_order)
-        if hierarchy:
+        # Volcano adds these two as it ends building the attributes: a broken tree adds neither
+        if not hierarchy or self.ready:
+            ssn.add(Point.QUEUE_ORDER, self.name, queue_order)
+        if hierarchy and self.ready:
             ssn.add(Point.VICTIM_QUEUE_ORDER, self.name, victim_queue_order)
         ssn.add(Point.RECLAIMABLE, self.name, lambda r, rs: self.reclaimable(r, rs, ssn))
         ssn.add(Point.PREEMPTIVE, self.name, self.preemptive)

@@ -651,3 +651,21 @@ def test_ancestor_reclaim_case4_with_room_for_the_reclaimer(simulate):
     parent, with p3, holds more than its own)."""
     manifests = case4_cluster(a100="2")
     check(one_session(simulate, manifests, ancestor_conf(1, True)), manifests)
+
+
+# -- beyond Volcano's cases ------------------------------------------------------------------------------------
+
+
+def test_a_broken_tree_leaves_the_queue_order_to_others(simulate):
+    """With ``enableHierarchy`` and a tree capacity refuses (here a job in a queue that has a child),
+    capacity.go returns before ``AddQueueOrderFn`` and ``AddVictimQueueOrderFn``: it orders no queue, the
+    session's fallback does (creation time: qa, made first, before qb of higher priority).  capacity's
+    allocatable is off so that allocate runs at all."""
+    manifests = (gnode("n1", rl("1", "1Gi", pods="10")) + ROOT + gqueue("parent", parent="root")
+                 + gqueue("qa", parent="parent", priority=1) + gqueue("qb", parent="root", priority=10)
+                 + gpg("pg-broken", "parent", "Inqueue") + gpod("p-broken", "pg-broken", rl("100", "1Gi"))
+                 + gpg("pg-a", "qa", "Inqueue") + gpod("pa", "pg-a", rl("1", "1Gi"))
+                 + gpg("pg-b", "qb", "Inqueue") + gpod("pb", "pg-b", rl("1", "1Gi")))
+    out = one_session(simulate, manifests,
+                      conf("allocate", option("capacity", "enableQueueOrder", hierarchy=True), PREDICATES))
+    check(out, manifests, {"pa": "n1"})
