@@ -13,7 +13,9 @@ ones the Go case sets, so for instance gang votes on no victims and holds no job
 What a manifest cannot say as the Go test's builders do is re-expressed, and the test
 says how: a pod's bare ``Spec.Priority`` comes from a PriorityClass, names with ``_`` or
 capitals are spelled as the API server accepts them, a pod Binding is given Bound, a test
-double plugin is replaced by a real one.  DRA-only cases (TestCapacityPluginDRA and the
+double plugin is replaced by a real one.  ``simulate`` also makes a ``default`` queue (under
+``root``), as Volcano's queue controller does; it holds no job and declares nothing, so it
+changes no sum of a tree and no order.  DRA-only cases (TestCapacityPluginDRA and the
 DRA unit tests) are left out, as the plugin leaves DRA quotas out.
 Test_updateQueueAttrShare, the nil-safety regressions and the hierarchy's case7, which call
 the plugin's functions or need a cluster that ``simulate`` refuses, are in
