@@ -24,6 +24,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
@@ -186,6 +187,151 @@ def string_map(value: Any, check: Checker, path: str) -> dict:
     return data
 
 
+def string_list(value: Any, check: Checker, path: str) -> list[str]:
+    """A list of strings; null (absent) is an empty one."""
+    if value is None:
+        return []
+    for i, item in enumerate(as_list(value, check, path)):
+        as_string(item, check, f"{path}[{i}]")
+    return value
+
+
+def check_string_keys(value: Any, check: Checker, path: str) -> None:
+    """Every mapping inside ``value`` has string keys, as JSON has (YAML allows ``1: x``)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                check.fail(path, f"keys must be strings, got {describe(key)}")
+            check_string_keys(item, check, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_string_keys(item, check, f"{path}[{i}]")
+
+
+# -- label keys, label values, label selectors (apimachinery's validation) -------------------------
+
+_QUALIFIED_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+    "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+    "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_DNS1123_SUBDOMAIN_RULE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+    "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def qualified_name_problem(value: str) -> str | None:
+    """``validation.IsQualifiedName``'s first complaint about ``value``, or None."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return (f"a qualified name {_QUALIFIED_NAME_RULE} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')")
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "prefix part must be non-empty"
+        if len(prefix) > 253:
+            return "prefix part must be no more than 253 characters"
+        if not DNS1123_SUBDOMAIN.match(prefix):
+            return f"prefix part {_DNS1123_SUBDOMAIN_RULE}"
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not QUALIFIED_NAME_PART.match(name):
+        return f"name part {_QUALIFIED_NAME_RULE}"
+    return None
+
+
+def check_label_key(value: Any, check: Checker, path: str) -> str:
+    """``ValidateLabelName``: a string that is a qualified name."""
+    as_string(value, check, path)
+    problem = qualified_name_problem(value)
+    if problem:
+        check.fail(path, f"Invalid value: {value!r}: {problem}")
+    return value
+
+
+def check_label_value(value: Any, check: Checker, path: str) -> str:
+    """``IsValidLabelValue``: at most 63 characters of the qualified-name alphabet, or empty."""
+    as_string(value, check, path)
+    if len(value) > 63:
+        check.fail(path, f"Invalid value: {value!r}: must be no more than 63 characters")
+    if not LABEL_VALUE.match(value):
+        check.fail(path, f"Invalid value: {value!r}: {_LABEL_VALUE_RULE}")
+    return value
+
+
+def labels(value: Any, check: Checker, path: str) -> dict[str, str]:
+    """``ValidateLabels``: a string map whose keys are label keys and whose values are label values."""
+    data = string_map(value, check, path)
+    for key, item in data.items():
+        check_label_key(key, check, path)
+        check_label_value(item, check, f"{path}[{key}]")
+    return data
+
+
+def selector_requirement(value: Any, check: Checker, path: str, *, operators: tuple[str, ...],
+                         label_values: bool) -> dict:
+    """A ``LabelSelectorRequirement`` or a node selector's ``NodeSelectorRequirement`` (``Gt``, ``Lt``):
+    ``ValidateLabelSelectorRequirement`` / ``ValidateNodeSelectorRequirement``."""
+    req = as_mapping(value, check, path)
+    key = as_string(or_empty(req.get("key")), check, f"{path}.key")
+    operator = as_string(or_empty(req.get("operator")), check, f"{path}.operator")
+    values = string_list(req.get("values"), check, f"{path}.values")
+    if operator in ("In", "NotIn"):
+        if not values:
+            check.fail(f"{path}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'")
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            check.fail(f"{path}.values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+    elif operator in ("Gt", "Lt") and operator in operators:
+        if len(values) != 1:
+            check.fail(f"{path}.values", "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'")
+    else:
+        check.fail(f"{path}.operator", f"Invalid value: {operator!r}: not a valid selector operator")
+    check_label_key(key, check, f"{path}.key")
+    if label_values:
+        for i, item in enumerate(values):
+            check_label_value(item, check, f"{path}.values[{i}]")
+    return req
+
+
+def label_selector(value: Any, check: Checker, path: str, *, label_values: bool = True) -> dict | None:
+    """A ``metav1.LabelSelector`` (``ValidateLabelSelector``); None when absent."""
+    if value is None:
+        return None
+    selector = as_mapping(value, check, path)
+    if selector.get("matchLabels") is not None:
+        labels(selector["matchLabels"], check, f"{path}.matchLabels")
+    if selector.get("matchExpressions") is not None:
+        for i, req in enumerate(as_list(selector["matchExpressions"], check, f"{path}.matchExpressions")):
+            selector_requirement(req, check, f"{path}.matchExpressions[{i}]",
+                                 operators=LABEL_SELECTOR_OPERATORS, label_values=label_values)
+    return selector
+
+
+def selector_keys(selector: dict | None) -> set[str]:
+    """The label keys a validated selector names, in matchLabels or matchExpressions."""
+    if not selector:
+        return set()
+    keys = set(selector.get("matchLabels") or {})
+    keys.update((e or {}).get("key") or "" for e in selector.get("matchExpressions") or [])
+    return keys
+
+
+# -- names -------------------------------------------------------------------------------------------
+
+
 def check_dns_subdomain(value: str, check: Checker, path: str) -> None:
     if len(value) > 253:
         check.fail(path, f"must be no more than 253 characters, got {len(value)}")
@@ -288,3 +434,34 @@ def parse_time(value: Any, check: Checker, path: str) -> datetime:
 def format_time(moment: datetime) -> str:
     """``metav1.Time`` form: UTC, whole seconds, ``Z``."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalise_time(data: dict, key: str, check: Checker, path: str) -> None:
+    """An optional ``metav1.Time`` field of ``data``, checked and rewritten in ``format_time`` form."""
+    if data.get(key) not in (None, ""):
+        data[key] = format_time(parse_time(data[key], check, f"{path}.{key}"))
+
+
+_CONDITION_STRINGS = ("type", "status", "reason", "message", "transitionID")
+_CONDITION_TIMES = ("lastTransitionTime", "lastProbeTime", "lastUpdateTime", "lastHeartbeatTime")
+
+
+def conditions(value: Any, check: Checker, path: str, *, required: tuple[str, ...] = ("type",)) -> list[dict]:
+    """A status's ``conditions``: mappings whose string fields are strings and whose times are times
+    (rewritten in ``format_time`` form, so that they print as the API server would give them back)."""
+    if value is None:
+        return []
+    out = as_list(value, check, path)
+    for i, cond in enumerate(out):
+        item = f"{path}[{i}]"
+        cond = as_item(cond, check, item)
+        check_string_keys(cond, check, item)
+        for key in required:
+            if cond.get(key) in (None, ""):
+                check.fail(f"{item}.{key}", "Required value")
+        for key in _CONDITION_STRINGS:
+            if cond.get(key) is not None:
+                as_string(cond[key], check, f"{item}.{key}")
+        for key in _CONDITION_TIMES:
+            normalise_time(cond, key, check, item)
+    return out

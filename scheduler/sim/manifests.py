@@ -70,7 +70,7 @@ from .fields import (
     string_map,
     type_name,
 )
-from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod, validate_sim_annotations
+from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod
 
 __all__ = ["Manifest", "ManifestError", "load_manifests"]
 
@@ -453,8 +453,7 @@ def _validate_job(obj: dict, check: Checker) -> None:
         for key in ("labels", "annotations"):
             if key in tmeta:
                 tmeta[key] = string_map(tmeta[key], check, f"{path}.template.metadata.{key}")
-        validate_sim_annotations(tmeta.get("annotations") or {}, check, f"{path}.template.metadata.annotations")
-        pod = {"spec": copy.deepcopy(template.get("spec")), "status": {}}
+        pod = {"metadata": copy.deepcopy(tmeta), "spec": copy.deepcopy(template.get("spec")), "status": {}}
         validate_pod(pod, PrefixedChecker(check, f"{path}.template."))
     mutated = mutate_job(obj)
     problems = validate_job(mutated, None)

@@ -81,3 +81,234 @@ def test_missing_file_is_bad_input(tmp_path, capsys):
 
     assert main(["simulate", "-f", str(tmp_path / "nope.yaml"), "-o", "json"]) == 2
     assert "nope.yaml" in capsys.readouterr().err
+
+
+# -- spec.affinity and spec.topologySpreadConstraints: what the predicates parse is refused first ---------
+
+_AA = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+_PA = "spec.affinity.podAffinity"
+_NA = "spec.affinity.nodeAffinity"
+_NSR = f"{_NA}.requiredDuringSchedulingIgnoredDuringExecution"
+_SEL = f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector"
+_TSC = "spec.topologySpreadConstraints"
+
+
+def _with_spec(text: str) -> str:
+    """A node and one pod whose spec carries ``text`` (YAML at the spec's indentation)."""
+    return node("n1") + pod("p", spec_extra=text)
+
+
+def _pod_affinity(term: str) -> str:
+    return _with_spec(f"  affinity: {{podAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}")
+
+
+def _selector(expression: str) -> str:
+    return _pod_affinity(f"{{topologyKey: zone, labelSelector: {{matchExpressions: [{expression}]}}}}")
+
+
+def _node_term(term: str) -> str:
+    return _with_spec("  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                      f"{{nodeSelectorTerms: [{term}]}}}}}}")
+
+
+def _spread(constraint: str) -> str:
+    return _with_spec(f"  topologySpreadConstraints: [{constraint}]")
+
+
+def _expect_one_line(simulate, manifests, expected):
+    code, err = simulate(manifests)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"document 1 (Pod default/p): {expected}" in err
+
+
+@pytest.mark.parametrize("affinity, expected", [
+    # the four shapes the fuzzer's preempt seed crashed the predicates with
+    ("{podAntiAffinity: 9223372036854775808}",
+     "spec.affinity.podAntiAffinity: must be a mapping, got integer 9223372036854775808"),
+    ("{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: -1.0e-09}}", f"{_AA}: must be a list, got number"),
+    ("{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {a: []}}}", f"{_AA}: must be a list, got mapping"),
+    ("{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: abc}, "
+     "topologyKey: zone}]}}", f"{_AA}[0].labelSelector.matchLabels: must be a mapping, got string 'abc'"),
+    ("{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: ['-5']}}",
+     f"{_AA}[0]: must be a mapping, got string '-5'"),
+    ("5", "spec.affinity: must be a mapping, got integer 5"),
+    ("{nodeAffinity: {1: a, b: c}}", f"{_NA}: keys must be strings, got integer 1"),
+    ("{nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: {weight: 1}}}",
+     f"{_NA}.preferredDuringSchedulingIgnoredDuringExecution: must be a list, got mapping"),
+])
+def test_affinity_structure_is_typed(simulate, affinity, expected):
+    _expect_one_line(simulate, _with_spec(f"  affinity: {affinity}"), expected)
+
+
+@pytest.mark.parametrize("term, expected", [
+    ("{labelSelector: {matchLabels: {app: x}}}",
+     f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty"),
+    ("{topologyKey: 'a/b/c'}", f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
+                               "Invalid value: 'a/b/c': a qualified name must consist of"),
+    ("{topologyKey: zone, namespaces: [Team_A]}",
+     f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces[0]: a lowercase RFC 1123 label"),
+    ("{topologyKey: zone, namespaces: team-a}",
+     f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces: must be a list, got string 'team-a'"),
+    ("{topologyKey: zone, matchLabelKeys: [app]}", f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0]"
+                                                   ".matchLabelKeys: Forbidden: must not be specified when "
+                                                   "labelSelector is not set"),
+    ("{topologyKey: zone, labelSelector: {}, matchLabelKeys: [app], mismatchLabelKeys: [app]}",
+     f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys[0]: Invalid value: 'app': "
+     "exists in both matchLabelKeys and mismatchLabelKeys"),
+    ("{topologyKey: zone, labelSelector: {}, mismatchLabelKeys: ['-x']}",
+     f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0].mismatchLabelKeys[0]: Invalid value: '-x'"),
+])
+def test_pod_affinity_terms(simulate, term, expected):
+    _expect_one_line(simulate, _pod_affinity(term), expected)
+
+
+@pytest.mark.parametrize("weighted, expected", [
+    ("{podAffinityTerm: {topologyKey: zone}}", "weight: Invalid value: 0: must be in the range 1-100"),
+    ("{weight: 101, podAffinityTerm: {topologyKey: zone}}", "weight: Invalid value: 101: must be in the range 1-100"),
+    ("{weight: '5', podAffinityTerm: {topologyKey: zone}}", "weight: must be an integer, got string '5'"),
+    ("{weight: 5}", "podAffinityTerm.topologyKey: Required value: can not be empty"),
+])
+def test_preferred_pod_affinity_weights(simulate, weighted, expected):
+    manifests = _with_spec(f"  affinity: {{podAntiAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: "
+                           f"[{weighted}]}}}}")
+    _expect_one_line(simulate, manifests,
+                     f"spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].{expected}")
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("{key: app, operator: Gt, values: ['1']}", "operator: Invalid value: 'Gt': not a valid selector operator"),
+    ("{key: app}", "operator: Invalid value: '': not a valid selector operator"),
+    ("{key: app, operator: In}", "values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    ("{key: app, operator: Exists, values: [a]}",
+     "values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+    ("{key: 'bad key', operator: Exists}", "key: Invalid value: 'bad key': name part must consist of"),
+    ("{key: app, operator: In, values: ['a b']}", "values[0]: Invalid value: 'a b': a valid label must be"),
+    ("{key: app, operator: In, values: [1]}", "values[0]: must be a string, got integer 1"),
+    ("null", "operator: Invalid value: '': not a valid selector operator"),
+])
+def test_label_selectors(simulate, expression, expected):
+    _expect_one_line(simulate, _selector(expression), f"{_SEL}.matchExpressions[0].{expected}")
+
+
+def test_label_selector_match_labels_are_labels(simulate):
+    manifests = _pod_affinity("{topologyKey: zone, namespaceSelector: {matchLabels: {team: 'a/b'}}}")
+    _expect_one_line(simulate, manifests, f"{_PA}.requiredDuringSchedulingIgnoredDuringExecution[0]"
+                                          ".namespaceSelector.matchLabels[team]: Invalid value: 'a/b'")
+
+
+@pytest.mark.parametrize("term, expected", [
+    ("{matchExpressions: [{key: zone, operator: Gt, values: ['1', '2']}]}", "nodeSelectorTerms[0].matchExpressions[0]"
+     ".values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"),
+    ("{matchExpressions: [{key: zone, operator: Has, values: [a]}]}",
+     "nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: 'Has': not a valid selector operator"),
+    ("{matchExpressions: [{key: zone, operator: In, values: ['a/b']}]}",
+     "nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: 'a/b'"),
+    ("{matchFields: [{key: metadata.labels, operator: In, values: [n1]}]}",
+     "nodeSelectorTerms[0].matchFields[0].key: Invalid value: 'metadata.labels': not a valid field selector key"),
+    ("{matchFields: [{key: metadata.name, operator: In, values: [n1, n2]}]}", "nodeSelectorTerms[0].matchFields[0]"
+     ".values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"),
+    ("{matchFields: [{key: metadata.name, operator: Exists}]}",
+     "nodeSelectorTerms[0].matchFields[0].operator: Invalid value: 'Exists': not a valid selector operator"),
+    ("{matchFields: [{key: metadata.name, operator: In, values: [N_1]}]}",
+     "nodeSelectorTerms[0].matchFields[0].values[0]: a lowercase RFC 1123 subdomain"),
+    ("{matchFields: 7}", "nodeSelectorTerms[0].matchFields: must be a list, got integer 7"),
+])
+def test_node_affinity_required_terms(simulate, term, expected):
+    _expect_one_line(simulate, _node_term(term), f"{_NSR}.{expected}")
+
+
+@pytest.mark.parametrize("node_affinity, expected", [
+    ("{requiredDuringSchedulingIgnoredDuringExecution: {}}",
+     f"{_NSR}.nodeSelectorTerms: Required value: must have at least one node selector term"),
+    ("{requiredDuringSchedulingIgnoredDuringExecution: []}", f"{_NSR}: must be a mapping, got list"),
+    ("{preferredDuringSchedulingIgnoredDuringExecution: [{preference: {}}]}",
+     f"{_NA}.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"),
+    ("{preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: "
+     "[{key: zone, operator: Lt}]}}]}", f"{_NA}.preferredDuringSchedulingIgnoredDuringExecution[0].preference"
+                                        ".matchExpressions[0].values: Required value"),
+])
+def test_node_affinity(simulate, node_affinity, expected):
+    _expect_one_line(simulate, _with_spec(f"  affinity: {{nodeAffinity: {node_affinity}}}"), expected)
+
+
+@pytest.mark.parametrize("constraint, expected", [
+    ("{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}",
+     "[0].maxSkew: Invalid value: 0: must be greater than zero"),
+    ("{topologyKey: zone, whenUnsatisfiable: DoNotSchedule}", "[0].maxSkew: Invalid value: 0: must be greater than zero"),
+    ("{maxSkew: abc, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}", "[0].maxSkew: must be an integer"),
+    ("{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}", "[0].topologyKey: Required value: can not be empty"),
+    ("{maxSkew: 1, topologyKey: zone}", "[0].whenUnsatisfiable: Unsupported value: string ''"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: Never}", "[0].whenUnsatisfiable: Unsupported value"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}, "
+     "{maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}",
+     "[1].{topologyKey, whenUnsatisfiable}: Duplicate value: '{zone, DoNotSchedule}'"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, minDomains: 2}",
+     "[0].minDomains: Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, minDomains: 0}",
+     "[0].minDomains: Invalid value: 0: must be greater than zero"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, nodeAffinityPolicy: honor}",
+     "[0].nodeAffinityPolicy: Unsupported value: string 'honor': supported values: 'Honor', 'Ignore'"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, nodeTaintsPolicy: 1}",
+     "[0].nodeTaintsPolicy: Unsupported value: integer 1"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: [app]}",
+     "[0].matchLabelKeys: Forbidden: must not be specified when labelSelector is not set"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: x}}, "
+     "matchLabelKeys: [app]}", "[0].matchLabelKeys[0]: Invalid value: 'app': exists in both matchLabelKeys and labelSelector"),
+    ("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchExpressions: "
+     "[{key: app, operator: Bad}]}}", "[0].labelSelector.matchExpressions[0].operator: Invalid value: 'Bad'"),
+    ("7", "[0]: must be a mapping, got integer 7"),
+])
+def test_topology_spread_constraints(simulate, constraint, expected):
+    _expect_one_line(simulate, _spread(constraint), f"{_TSC}{expected}")
+
+
+def test_a_job_template_names_the_task(simulate):
+    job = """
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: j}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {}}]}}
+        containers: [{name: c, image: x}]
+"""
+    code, err = simulate(node("n1") + job)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert ("document 1 (Job default/j): spec.tasks[0].template.spec.affinity.podAntiAffinity."
+            "requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty") in err
+
+
+# -- the other pod fields the scheduler, the simulator and the job controller read ----------------------
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("  schedulingGates: [1]", "spec.schedulingGates[0]: must be a mapping, got integer 1"),
+    ("  schedulingGates: gate", "spec.schedulingGates: must be a list, got string 'gate'"),
+    ("  schedulingGates: [{name: a}, {name: a}]", "spec.schedulingGates[1]: Duplicate value: 'a'"),
+    ("  schedulingGates: [{name: 'x/y/z'}]", "spec.schedulingGates[0]: Invalid value: 'x/y/z'"),
+    ("  initContainers: [{name: i, image: x, restartPolicy: Never}]",
+     "spec.initContainers[0].restartPolicy: Unsupported value: string 'Never': supported values: 'Always'"),
+    ("  initContainers: [{name: i, image: x, restartPolicy: [1]}]",
+     "spec.initContainers[0].restartPolicy: Unsupported value: list"),
+    ("  nodeSelector: {'bad key': a}", "spec.nodeSelector: Invalid value: 'bad key'"),
+    ("  nodeSelector: {zone: 'a b'}", "spec.nodeSelector[zone]: Invalid value: 'a b'"),
+    ("status: {conditions: [1]}", "status.conditions[0]: must be a mapping, got integer 1"),
+    ("status: {conditions: [{status: 'True'}]}", "status.conditions[0].type: Required value"),
+    ("status: {conditions: [{type: Ready, lastTransitionTime: yesterday}]}",
+     "status.conditions[0].lastTransitionTime: must be an RFC 3339 date-time"),
+    ("status: {containerStatuses: [1]}", "status.containerStatuses[0]: must be a mapping, got integer 1"),
+    ("status: {containerStatuses: [{name: c, restartCount: abc}]}",
+     "status.containerStatuses[0].restartCount: must be an integer, got string 'abc'"),
+    ("status: {containerStatuses: [{name: c, state: {terminated: {exitCode: x}}}]}",
+     "status.containerStatuses[0].state.terminated.exitCode: must be an integer, got string 'x'"),
+])
+def test_other_pod_fields_are_typed(simulate, spec, expected):
+    _expect_one_line(simulate, _with_spec(spec), expected)
