@@ -26,6 +26,10 @@ server and the webhooks apply on create, on a deep copy of each document:
   minAvailable…) and its validating webhook's checks; a refused Job names the
   first offending field and carries Volcano's whole refusal message.
 
+Status the cache, the session and the controllers read back (a node's images,
+a PodGroup's counters and conditions, a Queue's ``allocated``, a Job's status)
+is typed as the CRDs and the API types declare it; its times are normalised.
+
 Cross-object admission (priority class lookup, queue existence and state,
 queue hierarchy, a Job's queue) is left to the simulator and the controllers.
 
@@ -50,6 +54,8 @@ import yaml
 from .fields import (
     INT32_MAX,
     INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
     Checker,
     ManifestError,
     PrefixedChecker,
@@ -60,13 +66,16 @@ from .fields import (
     as_string,
     check_dns_label,
     check_dns_subdomain,
+    conditions,
     describe,
     format_time,
+    normalise_time,
     one_of,
     optional_bool,
     parse_time,
     plain,
     resource_list,
+    string_list,
     string_map,
     type_name,
 )
@@ -314,6 +323,12 @@ def _validate_node(obj: dict, check: Checker) -> None:
     for key in ("capacity", "allocatable"):
         if status.get(key) is not None:
             resource_list(status[key], check, f"status.{key}")
+    if status.get("images") is not None:  # ImageLocality scores by them
+        for i, image in enumerate(as_list(status["images"], check, "status.images")):
+            image = as_mapping(image, check, f"status.images[{i}]")
+            string_list(image.get("names"), check, f"status.images[{i}].names")
+            if image.get("sizeBytes") is not None:
+                as_int(image["sizeBytes"], check, f"status.images[{i}].sizeBytes", INT64_MIN, INT64_MAX)
     if status.get("allocatable") is None and status.get("capacity") is not None:
         status["allocatable"] = copy.deepcopy(status["capacity"])
 
@@ -369,6 +384,11 @@ def _validate_podgroup(obj: dict, check: Checker) -> None:
     status = as_mapping(obj.get("status"), check, "status")
     if status.get("phase") is not None:
         as_string(status["phase"], check, "status.phase")
+    for key in ("running", "succeeded", "failed"):
+        if status.get(key) is not None:
+            as_int(status[key], check, f"status.{key}", INT32_MIN, INT32_MAX)
+    if status.get("conditions") is not None:
+        conditions(status["conditions"], check, "status.conditions")
 
 
 def _validate_queue(obj: dict, check: Checker) -> None:
@@ -407,6 +427,8 @@ def _validate_queue(obj: dict, check: Checker) -> None:
             check.fail(f"spec.deserved.{name}", f"deserved[{name}]={d_text} must be <= capability[{name}]={c_text}")
 
     status = as_mapping(obj.get("status"), check, "status")
+    if status.get("allocated") is not None:
+        resource_list(status["allocated"], check, "status.allocated", nonnegative=False, integral=False)
     state = status.get("state")
     if state not in (None, ""):
         if state not in _QUEUE_CREATE_STATES:
@@ -455,12 +477,41 @@ def _validate_job(obj: dict, check: Checker) -> None:
                 tmeta[key] = string_map(tmeta[key], check, f"{path}.template.metadata.{key}")
         pod = {"metadata": copy.deepcopy(tmeta), "spec": copy.deepcopy(template.get("spec")), "status": {}}
         validate_pod(pod, PrefixedChecker(check, f"{path}.template."))
+    _validate_job_status(obj, check)
     mutated = mutate_job(obj)
     problems = validate_job(mutated, None)
     if problems:
         hint = next((p.hint for p in problems if p.hint), "")
         check.fail(problems[0].field, volcano_message(problems) + (f" ({hint})" if hint else ""))
     obj["spec"] = mutated["spec"]
+
+
+def _validate_job_status(obj: dict, check: Checker) -> None:
+    """What the job controller reads back from a given status: counters, phase, conditions, per-task counts."""
+    status = as_mapping(obj.get("status"), check, "status")
+    if "status" in obj:
+        obj["status"] = status
+    for key in ("pending", "running", "succeeded", "failed", "terminating", "unknown", "minAvailable", "version",
+                "retryCount"):
+        if status.get(key) is not None:
+            as_int(status[key], check, f"status.{key}", INT32_MIN, INT32_MAX)
+    state = as_mapping(status.get("state"), check, "status.state")
+    for key in ("phase", "reason", "message"):
+        if state.get(key) is not None:
+            as_string(state[key], check, f"status.state.{key}")
+    normalise_time(state, "lastTransitionTime", check, "status.state")
+    if status.get("conditions") is not None:
+        conditions(status["conditions"], check, "status.conditions", required=())
+    counts = as_mapping(status.get("taskStatusCount"), check, "status.taskStatusCount")
+    for task, count in counts.items():
+        as_string(task, check, "status.taskStatusCount")
+        phases = as_mapping(as_mapping(count, check, f"status.taskStatusCount[{task}]").get("phase"),
+                            check, f"status.taskStatusCount[{task}].phase")
+        for phase, n in phases.items():
+            as_string(phase, check, f"status.taskStatusCount[{task}].phase")
+            as_int(n, check, f"status.taskStatusCount[{task}].phase[{phase}]", INT32_MIN, INT32_MAX)
+    if status.get("controlledResources") is not None:
+        string_map(status["controlledResources"], check, "status.controlledResources")
 
 
 def _validate_policies(policies: Any, check: Checker, path: str) -> None:

@@ -312,3 +312,59 @@ spec:
 ])
 def test_other_pod_fields_are_typed(simulate, spec, expected):
     _expect_one_line(simulate, _with_spec(spec), expected)
+
+
+# -- node, PodGroup, Queue and Job status fields the cache, the session and the controllers read --------
+
+_JOB = """
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: j}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c, image: x}]}}}]
+"""
+
+
+@pytest.mark.parametrize("manifests, expected", [
+    (node("n1").replace("status:\n", "status:\n  images: [1]\n"),
+     "document 0 (Node n1): status.images[0]: must be a mapping, got integer 1"),
+    (node("n1").replace("status:\n", "status:\n  images: [{names: 5}]\n"),
+     "document 0 (Node n1): status.images[0].names: must be a list, got integer 5"),
+    (node("n1").replace("status:\n", "status:\n  images: [{names: [a], sizeBytes: big}]\n"),
+     "document 0 (Node n1): status.images[0].sizeBytes: must be an integer, got string 'big'"),
+    (node("n1") + podgroup("pg", 1, extra="status: {running: abc}"),
+     "(PodGroup default/pg): status.running: must be an integer, got string 'abc'"),
+    (node("n1") + podgroup("pg", 1, extra="status: {conditions: [1]}"),
+     "(PodGroup default/pg): status.conditions[0]: must be a mapping, got integer 1"),
+    (node("n1") + podgroup("pg", 1, extra="status: {conditions: [{type: Unschedulable, lastTransitionTime: noon}]}"),
+     "(PodGroup default/pg): status.conditions[0].lastTransitionTime: must be an RFC 3339 date-time"),
+    (node("n1") + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+                  "status: {allocated: 5}\n", "(Queue q): status.allocated: must be a mapping, got integer 5"),
+    (node("n1") + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+                  "status: {allocated: {cpu: lots}}\n", "(Queue q): status.allocated.cpu: "),
+    (node("n1") + _JOB + "status: 5\n", "(Job default/j): status: must be a mapping, got integer 5"),
+    (node("n1") + _JOB + "status: {state: 5}\n", "(Job default/j): status.state: must be a mapping, got integer 5"),
+    (node("n1") + _JOB + "status: {version: abc}\n", "(Job default/j): status.version: must be an integer"),
+    (node("n1") + _JOB + "status: {retryCount: 1.5}\n", "(Job default/j): status.retryCount: must be an integer"),
+    (node("n1") + _JOB + "status: {running: abc}\n", "(Job default/j): status.running: must be an integer"),
+    (node("n1") + _JOB + "status: {conditions: [1]}\n", "(Job default/j): status.conditions[0]: must be a mapping"),
+    (node("n1") + _JOB + "status: {taskStatusCount: {t: {phase: {Succeeded: x}}}}\n",
+     "(Job default/j): status.taskStatusCount[t].phase[Succeeded]: must be an integer, got string 'x'"),
+])
+def test_status_fields_read_back_are_typed(simulate, manifests, expected):
+    code, err = simulate(manifests)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert expected in err
+
+
+def test_status_times_are_given_back_as_the_api_server_would(simulate):
+    """An unquoted YAML timestamp in a PodGroup condition once reached the JSON output as a datetime."""
+    pg = podgroup("pg", 3, extra="status:\n  phase: Pending\n  conditions:\n"
+                                 "  - {type: Unschedulable, status: 'True', lastTransitionTime: 2026-01-01T00:00:00Z}")
+    code, out = simulate(node("n1") + pg)
+    assert code == 0, out
+    assert out["podgroups"]["default/pg"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
