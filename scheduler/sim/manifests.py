@@ -4,8 +4,11 @@
 ``v1`` Lists, accepts only the kinds of ``spec/simulate-contract.md`` and
 refuses, with one line naming the file, the document, the object and the field,
 what the Kubernetes API server (or Volcano's admission webhooks) would refuse
-and what matters for scheduling.  It then applies the defaults that the API
-server and the webhooks apply on create, on a deep copy of each document:
+and what matters for scheduling; YAML that JSON cannot carry (an alias inside
+the node it names), nested past ``MAX_DEPTH`` or aliased past
+``MAX_EXPANDED_NODES`` is refused as a whole.  It then applies the defaults
+that the API server and the webhooks apply on create, on a deep copy of each
+document:
 
 - ``metadata.namespace`` (``default``) for namespaced kinds; dropped for
   cluster-scoped ones, as the API server drops it;
@@ -99,6 +102,9 @@ _ACCEPTED: Mapping[tuple[str, str], bool] = MappingProxyType(
 _CLUSTER_SCOPED_KINDS = frozenset(kind for (_, kind), namespaced in _ACCEPTED.items() if not namespaced)
 
 BASE_CREATION_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
+# a document deeper than this, or whose aliases expand it past this many nodes, is refused
+MAX_DEPTH = 100
+MAX_EXPANDED_NODES = 1_000_000
 _UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "sim.vcsched.volcano.sh")
 
 _HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -184,6 +190,7 @@ def _documents(label: str, text: str) -> Iterator[tuple[str, dict]]:
                 continue
             if not isinstance(doc, dict):
                 raise ManifestError(source, f"a manifest must be a mapping, got {type_name(doc)}")
+            _check_shape(doc, source)
             if doc.get("apiVersion") == "v1" and doc.get("kind") == "List":
                 items = doc.get("items")
                 if items is None:
@@ -203,6 +210,61 @@ def _documents(label: str, text: str) -> Iterator[tuple[str, dict]]:
         raise
     except (ValueError, OverflowError) as exc:  # PyYAML's timestamp constructor: 2026-13-45 and the like
         raise ManifestError(f"{label}: document {index}", f"YAML error: invalid value: {exc}") from exc
+    except RecursionError as exc:  # PyYAML composes nested nodes recursively
+        raise ManifestError(f"{label}: document {index}", f"YAML error: nested more than {MAX_DEPTH} levels deep") from exc
+
+
+def _children(node: Any) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        return [(f".{key}", value) for key, value in node.items()]
+    if isinstance(node, list):
+        return [(f"[{i}]", value) for i, value in enumerate(node)]
+    return []
+
+
+def _check_shape(doc: dict, source: str) -> None:
+    """Refuse what JSON cannot carry or what would make a walk over the document explode: an alias used
+    inside the node it names (a cycle), nesting deeper than ``MAX_DEPTH``, and aliases that expand the
+    document past ``MAX_EXPANDED_NODES`` nodes and ten times its size (go-yaml's "excessive aliasing").
+
+    One pass, without recursion; a node reached again through an alias is counted, not walked, again.
+    """
+    done: dict[int, int] = {}  # id → expanded size of a finished node
+    distinct = 1  # nodes as written: each mapping and list once, and the scalars in them
+    on_path: set[int] = {id(doc)}
+    # frames: [node, path, children, expanded size so far]
+    stack: list[list[Any]] = [[doc, "", iter(_children(doc)), 1]]
+    while stack:
+        frame = stack[-1]
+        for step, child in frame[2]:
+            if not isinstance(child, (dict, list)):
+                frame[3] += 1
+                distinct += 1
+                continue
+            key = id(child)
+            if key in done:
+                frame[3] += done[key]
+                continue
+            path = (frame[1] + step).lstrip(".")
+            if key in on_path:
+                raise ManifestError(source, "YAML error: an alias used inside the node it names (JSON has no cycles)",
+                                    field=path)
+            if len(stack) >= MAX_DEPTH:
+                field = path if len(path) <= 60 else path[:60] + "..."
+                raise ManifestError(source, f"YAML error: nested more than {MAX_DEPTH} levels deep", field=field)
+            on_path.add(key)
+            distinct += 1
+            stack.append([child, frame[1] + step, iter(_children(child)), 1])
+            break
+        else:
+            stack.pop()
+            on_path.discard(id(frame[0]))
+            done[id(frame[0])] = frame[3]
+            if stack:
+                stack[-1][3] += frame[3]
+    expanded = done[id(doc)]
+    if expanded > MAX_EXPANDED_NODES and expanded > 10 * distinct:
+        raise ManifestError(source, f"YAML error: document contains excessive aliasing ({expanded} nodes once expanded)")
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -368,3 +368,38 @@ def test_status_times_are_given_back_as_the_api_server_would(simulate):
     code, out = simulate(node("n1") + pg)
     assert code == 0, out
     assert out["podgroups"]["default/pg"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+# -- YAML that JSON cannot carry, or that would make a walk over the document explode --------------------
+
+
+def _laughs(levels: int) -> str:
+    """A pod whose spec carries ``levels`` rows of ten aliases to the row before: 10**levels nodes expanded."""
+    rows = ["  x0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    rows += [f"  x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n" + "\n".join(rows)
+
+
+@pytest.mark.parametrize("manifests, expected", [
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n"
+     "  affinity: {nodeAffinity: {x: &loop [*loop]}}",
+     "document 0: spec.affinity.nodeAffinity.x[0]: YAML error: an alias used inside the node it names"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {foo: " + "[" * 120 + "]" * 120 + "}",
+     "document 0: spec.foo[0][0]"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {foo: " + "[" * 5000 + "]" * 5000 + "}",
+     "document 0: YAML error: nested more than 100 levels deep"),
+    (_laughs(9), "document 0: YAML error: document contains excessive aliasing"),
+])
+def test_yaml_json_cannot_carry(simulate, manifests, expected):
+    code, err = simulate(manifests)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert expected in err
+
+
+def test_aliases_within_reason_are_fine(simulate):
+    code, out = simulate(node("n1") + "---\n" + _laughs(3).replace("metadata: {name: p}",
+                                                                    "metadata: {name: p, namespace: default}")
+                         .replace("spec:\n", "spec:\n  schedulerName: volcano\n"))
+    assert code == 0, out
+    assert out["pods"]["default/p"]["node"] == "n1"
