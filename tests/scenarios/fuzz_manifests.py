@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import io
 import random
 import sys
@@ -163,7 +164,7 @@ def mutate_docs(docs: list[Any], rng: random.Random) -> str:
             if op < 0.3:
                 del node[key]
             elif op < 0.85:
-                node[key] = rng.choice(ODD_VALUES)
+                node[key] = copy.deepcopy(rng.choice(ODD_VALUES))
             elif isinstance(node[key], list):
                 node[key] = {"x": node[key]}  # a mapping where a list belongs
             else:
@@ -175,7 +176,7 @@ def mutate_docs(docs: list[Any], rng: random.Random) -> str:
             elif op < 0.6:
                 node.append(node[i])
             else:
-                node[i] = rng.choice(ODD_VALUES)
+                node[i] = copy.deepcopy(rng.choice(ODD_VALUES))
     return yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
 
 
