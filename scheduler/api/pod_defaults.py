@@ -51,12 +51,33 @@ def default_pod(pod: dict[str, Any]) -> dict[str, Any]:
     if spec.get("enableServiceLinks") is None:
         spec["enableServiceLinks"] = True
     _default_tolerations(spec)
+    _apply_match_label_keys(spec, (pod.get("metadata") or {}).get("labels") or {})
     status = pod.get("status")
     if not isinstance(status, dict):
         status = pod["status"] = {}
     if not status.get("phase"):
         status["phase"] = "Pending"
     return pod
+
+
+def _apply_match_label_keys(spec: dict[str, Any], labels: dict[str, Any]) -> None:
+    """Pod (anti-)affinity terms' ``matchLabelKeys`` / ``mismatchLabelKeys`` join the label selector as
+    ``In`` / ``NotIn`` the pod's own value of each key it has (pod strategy's PrepareForCreate,
+    ``applyMatchLabelKeysAndMismatchLabelKeys``; MatchLabelKeysInPodAffinity, on since 1.31)."""
+    affinity = spec.get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rules = affinity.get(kind) or {}
+        terms = list(rules.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        terms += [w.get("podAffinityTerm") or {} for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+        for term in terms:
+            selector = term.get("labelSelector")
+            if selector is None or not (term.get("matchLabelKeys") or term.get("mismatchLabelKeys")):
+                continue
+            expressions = selector.setdefault("matchExpressions", [])
+            for field, operator in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+                for key in term.get(field) or []:
+                    if key in labels:
+                        expressions.append({"key": key, "operator": operator, "values": [labels[key]]})
 
 
 def _default_container(container: dict[str, Any], host_network: bool) -> None:

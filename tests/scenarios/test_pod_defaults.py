@@ -10,7 +10,7 @@ from vcsched.sim.cluster import SIM_EPOCH, SimCluster
 from vcsched.sim.jobs import SimJobs
 from vcsched.sim.manifests import load_manifests
 
-from .conftest import node
+from .conftest import node, pod
 
 EXAMPLES = Path(__file__).parent.parent / "data" / "volcano-examples"
 
@@ -135,3 +135,25 @@ def test_a_job_pod_the_api_server_refuses_is_not_created(tmp_path):
     assert "default/j-t-0" not in cluster.pods
     events = jobs.records["default/j"].events
     assert any(e.reason == "FailedCreate" and "no PriorityClass with name high was found" in e.message for e in events)
+
+
+def test_match_label_keys_join_the_affinity_selector(simulate):
+    """The API server adds ``version In [v2]`` to web-v2's anti-affinity selector (matchLabelKeys), so
+    web-v1, of another version, does not keep it off n1; mismatchLabelKeys adds NotIn the same way."""
+    def web(name: str, version: str, extra: str = "", node_name: str | None = None) -> str:
+        return pod(name, node_name=node_name, phase="Running" if node_name else None,
+                   meta_extra=f"  labels: {{app: web, version: {version}}}", spec_extra=extra)
+
+    anti = """  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: web}}
+        topologyKey: kubernetes.io/hostname
+        %s: [version]"""
+    code, out = simulate(node("n1") + web("web-v1", "v1", node_name="n1") + web("web-v2", "v2", anti % "matchLabelKeys"))
+    assert code == 0
+    assert out["pods"]["default/web-v2"]["node"] == "n1"
+    # mismatchLabelKeys: pods of another version only (app=web, version NotIn [v2]): web-v1 is one
+    code, out = simulate(node("n1") + web("web-v1", "v1", node_name="n1") + web("web-v2", "v2", anti % "mismatchLabelKeys"))
+    assert code == 0
+    assert out["pods"]["default/web-v2"]["node"] is None
