@@ -39,6 +39,7 @@ class Point(Enum):
     RECLAIMABLE = "enableReclaimable"
     PREEMPTIVE = "enablePreemptive"
     VICTIM_QUEUE_ORDER = "#victimQueueOrder"
+    VICTIM_TASKS = "enabledVictim"  # shuffle's victims (tdm, pdb, rescheduling)
     # preempt's dry run (enableTopologyAwarePreemption, session_plugins.go): the cycle state a
     # plugin's PrePredicateFn writes, built only when the dry run reads it; the simulate hooks
     CYCLE_STATE = "enablePredicate#cycleState"

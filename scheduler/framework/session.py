@@ -331,6 +331,18 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(Point.RECLAIMABLE, reclaimer, reclaimees)
 
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        """``VictimTasks``: the union of the victims the plugins of the first tier that names any pick
+        from ``tasks``, each once, in the order first picked."""
+        for tier in self._tiered[Point.VICTIM_TASKS]:
+            chosen: dict[str, TaskInfo] = {}
+            for fn in tier:
+                for t in fn(tasks):
+                    chosen.setdefault(t.uid, t)
+            if chosen:
+                return list(chosen.values())
+        return []
+
     def build_victims_priority_queue(self, victims: list[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
         """``BuildVictimsPriorityQueue``: the victim to evict first pops first (spec/framework.md §6.3)."""
         jobs, queues, task_order = self.jobs, self.queues, self.task_order
