@@ -6,9 +6,8 @@ import structlog
 from vcsched.api.task_info import new_task_info
 from vcsched.api.types import StatusCode
 from vcsched.cache import node_info_from
-from vcsched.plugins.deviceshare.ascend310p import (
-    KEY, MindClusterFamily, MindClusterScorer, VResource, build_model, is_whole_card_value,
-)
+from vcsched.plugins.deviceshare.ascend310p import MindClusterFamily, MindClusterScorer
+from vcsched.plugins.deviceshare.ascend310p_model import KEY, VResource, build_model, is_whole_card_value
 from vcsched.plugins.deviceshare.base import AllocateError
 
 @pytest.fixture(autouse=True)

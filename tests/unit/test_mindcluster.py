@@ -7,7 +7,8 @@ import structlog
 
 from vcsched.api.task_info import new_task_info
 from vcsched.cache import node_info_from
-from vcsched.plugins.deviceshare.ascend310p import KEY, MindClusterFamily
+from vcsched.plugins.deviceshare.ascend310p import MindClusterFamily
+from vcsched.plugins.deviceshare.ascend310p_model import KEY
 from vcsched.plugins.deviceshare.mindcluster import (
     NODED_STATUS_KEY, DeviceInfo, MindClusterInfo, merge_annotations, session_device_list,
 )
