@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tqdm import tqdm
+
 from .cache import Cache
 from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
@@ -286,6 +288,8 @@ def run(args: argparse.Namespace) -> BenchResult:
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
+    # on a terminal, the pods placed so far (tqdm stays silent when stderr is piped)
+    progress = tqdm(total=len(pods), unit="pod", disable=None, leave=False)
     started = time.perf_counter()
     while placed < len(pods) and cycles < args.max_cycles:
         t0 = time.perf_counter()
@@ -309,9 +313,11 @@ def run(args: argparse.Namespace) -> BenchResult:
                 pg["status"] = {"phase": e.phase}
                 cache.update_podgroup(pg)
         placed += len(binds)
+        progress.update(len(binds))
         if not binds and not evicts and cycles > 1:
             break
     wall = time.perf_counter() - started
+    progress.close()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return BenchResult(
         nodes=args.nodes, pods=len(pods), gang_size=args.gang_size, pods_placed=placed, cycles=cycles,

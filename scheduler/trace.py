@@ -43,6 +43,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tqdm import tqdm
+
 from .cache import Cache
 from .conf import ConfError, SchedulerConfiguration, parse_conf
 from .framework.effects import Bind
@@ -523,6 +525,8 @@ def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: in
     started = time.perf_counter()
     start = 0
     demand = 0
+    # on a terminal, the arrived demand as it grows to its goal (tqdm stays silent when stderr is piped)
+    progress = tqdm(total=TARGET_PERCENT, desc=policy, unit="% demand", disable=None, leave=False)
     for end, steps in batches(arrived, capacity_milli, sessions_per_step):
         for seq in range(start, end):
             rep.submit(arrived[seq], seq)
@@ -540,6 +544,8 @@ def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: in
                     failed_gpu_tasks=rep.failed_gpu, fragmentation_gpus=round(frag, 2),
                     fragmentation_rate=round(frag / free, 4) if free > 0 else 0.0,
                 ))
+            progress.update(steps[-1] - progress.n)
+    progress.close()
     report.sessions = rep.sessions
     report.wall_seconds = round(time.perf_counter() - started, 1)
     return report
