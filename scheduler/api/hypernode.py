@@ -116,7 +116,7 @@ class HyperNodeInfo:
 class HyperNodeTree:
     """The derived structure the sessions read (immutable once built)."""
 
-    __slots__ = ("hypernodes", "by_tier", "tier_names", "ready", "error")
+    __slots__ = ("hypernodes", "by_tier", "tier_names", "ready", "error", "error_at")
 
     def __init__(self) -> None:
         self.hypernodes: dict[str, HyperNodeInfo] = {}
@@ -124,6 +124,7 @@ class HyperNodeTree:
         self.tier_names: dict[str, int] = {}
         self.ready = True
         self.error = ""
+        self.error_at = ""  # the HyperNode whose members the error is about
 
     @classmethod
     def build(cls, hypernodes: Mapping[str, HyperNode],
@@ -146,8 +147,8 @@ class HyperNodeTree:
                 if child is None:
                     child = infos[m.exact] = HyperNodeInfo(m.exact, 0, exists=False)
                 if child.parent and child.parent != name:
-                    tree._fail(f"HyperNode {m.exact} already has a parent {child.parent}, "
-                               f"and cannot set another parent {name}")
+                    tree._fail(name, f"HyperNode {m.exact} already has a parent {child.parent}, "
+                                     f"and cannot set another parent {name}")
                     continue
                 child.parent = name
                 infos[name].children.add(m.exact)
@@ -158,16 +159,17 @@ class HyperNodeTree:
             info.nodes = resolved.get(name, frozenset())
         return tree
 
-    def _fail(self, error: str) -> None:
+    def _fail(self, at: str, error: str) -> None:
         if self.ready:
             self.ready = False
             self.error = error
+            self.error_at = at
 
     def _real_nodes(self, name: str, hypernodes: Mapping[str, HyperNode], nodes: list[tuple[str, Mapping[str, str]]],
                     resolved: dict[str, frozenset[str]], chain: list[str]) -> frozenset[str]:
         """The real nodes below ``name``; a HyperNode met again on its own chain is a cycle."""
         if name in chain:
-            self._fail(f"cyclic dependency detected: HyperNode {name} is already in the ancestor chain "
+            self._fail(chain[-1], f"cyclic dependency detected: HyperNode {name} is already in the ancestor chain "
                        f"{sorted(chain)}")
             return frozenset()
         done = resolved.get(name)
