@@ -71,6 +71,10 @@ def test_a_pod_using_every_affinity_and_spread_field_loads_unchanged(tmp_path: P
 
     given = yaml.safe_load(AFFINITY)
     (pod,) = load(tmp_path, AFFINITY)
+    # but for what the API server adds on create: matchLabelKeys / mismatchLabelKeys join the selector
+    term = given["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    term["podAffinityTerm"]["labelSelector"].setdefault("matchExpressions", []).extend([
+        {"key": "tier", "operator": "In", "values": ["front"]}, {"key": "app", "operator": "NotIn", "values": ["web"]}])
     assert pod.obj["spec"]["affinity"] == given["spec"]["affinity"]
     assert pod.obj["spec"]["topologySpreadConstraints"] == given["spec"]["topologySpreadConstraints"]
     assert pod.obj["spec"]["schedulingGates"] == [{"name": "example.com/wait"}]
