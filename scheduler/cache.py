@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
 from .api.job_info import JobInfo, PodGroup
 from .api.node_info import NodeInfo, NodeSpec
 from .api.pod_spec import Taint
@@ -125,6 +126,9 @@ class Cache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.versions: dict[tuple[str, str], int] = {}
         self._queue_missing: set[tuple[str, str]] = set()  # (job, queue) said once to be missing
+        # topology.volcano.sh HyperNodes; their tree is derived again when they or the nodes change
+        self.hypernodes: dict[str, HyperNode] = {}
+        self._hypernode_tree: HyperNodeTree | None = None
 
     # -- event plumbing ------------------------------------------------------------------
 
@@ -182,6 +186,8 @@ class Cache:
         if old is not None:
             for task in old.tasks.values():
                 info.add_task(task)
+        if old is None or not old.ready or old.spec.labels != info.spec.labels:
+            self._hypernode_tree = None  # regex and label members select by name and labels
         self.nodes[name] = info
 
     update_node = add_node
@@ -190,6 +196,7 @@ class Cache:
         node = self.nodes.get(name)
         if node is None:
             return
+        self._hypernode_tree = None
         if node.tasks:
             # keep the pods' accounting; the entry is not ready without a Node object
             placeholder = NodeInfo(name, None, NodeSpec(), Resource(), Resource())
@@ -295,6 +302,31 @@ class Cache:
     def delete_queue(self, name: str) -> None:
         self.queues.pop(name, None)
 
+    # -- HyperNodes --------------------------------------------------------------------------
+
+    def add_hypernode(self, obj: Mapping[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if self._newer("HyperNode", name, obj):
+            self.hypernodes[name] = hypernode_from(obj)
+            self._hypernode_tree = None
+
+    update_hypernode = add_hypernode
+
+    def delete_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self._hypernode_tree = None
+
+    def hypernode_tree(self) -> HyperNodeTree:
+        """The HyperNode tree over the ready nodes, derived again only after a change."""
+        tree = self._hypernode_tree
+        if tree is None:
+            nodes = [(n.name, n.spec.labels) for n in self.nodes.values() if n.ready]
+            tree = self._hypernode_tree = HyperNodeTree.build(self.hypernodes, nodes)
+            if not tree.ready:
+                log.error("HyperNodes are not ready to schedule: jobs with a network topology wait",
+                          hypernode=tree.error_at, error=tree.error)
+        return tree
+
     def add_priority_class(self, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
         self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
@@ -341,6 +373,6 @@ class Cache:
                 n.accounted[uid] = node.accounted[uid]
             nodes.append(n)
         queues = {name: q.clone() for name, q in self.queues.items()}
-        return Snapshot(nodes, jobs, queues)
+        return Snapshot(nodes, jobs, queues, self.hypernode_tree())
 
 

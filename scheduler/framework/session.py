@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
 from ..api.node_info import NodeAccountingError, NodeInfo
 from ..api.queue_info import QueueInfo
@@ -42,6 +43,7 @@ class Snapshot:
     nodes: list[NodeInfo]
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
+    hypernodes: HyperNodeTree = field(default_factory=HyperNodeTree)  # shared, never changed by a session
 
 
 @dataclass(slots=True)
@@ -115,6 +117,7 @@ class Session:
         self.state = state or SchedulerState()
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
+        self.hypernodes = snapshot.hypernodes
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
         # every node change is logged here, so work shared between identical tasks can be

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..api.hypernode import hypernode_from
 from ..api.types import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from ..cache import Cache
 from ..controllers.job import validate_job_queue, volcano_message
@@ -20,6 +21,7 @@ from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
 from ..controllers.queue_admission import validate_queue_tree
 from ..framework.effects import Bind, Effect, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
+from .hypernode_manifest import hypernode_problems
 from .manifests import Manifest, ManifestError
 
 SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
@@ -42,6 +44,7 @@ class SimCluster:
     priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch.volcano.sh Jobs, run by sim/jobs.py
+    hypernodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # topology.volcano.sh HyperNodes
     evicted: list[str] = field(default_factory=list)
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)  # NodeLock effects: (node, key, value)
 
@@ -69,6 +72,9 @@ class SimCluster:
             elif m.kind == "Job":
                 c.jobs[m.key] = obj
                 sources["job:" + m.key] = m
+            elif m.kind == "HyperNode":
+                c.hypernodes[m.name] = obj
+                sources["hypernode:" + m.name] = m
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(SIM_EPOCH - 1))
@@ -148,6 +154,10 @@ class SimCluster:
                 m = sources.get("pg:" + key)
                 where = f"{m.source} (PodGroup {key})" if m else f"PodGroup {key}"
                 raise ManifestError(f"{where}: spec.queue: Queue {queue} not found")
+        parsed = {name: hypernode_from(obj) for name, obj in self.hypernodes.items()}
+        for name, field_, problem in hypernode_problems(parsed, set(self.nodes))[:1]:
+            m = sources["hypernode:" + name]
+            raise ManifestError(m.source, problem, ref=f"HyperNode {name}", field=field_)
         for problem in validate_queue_tree(self.queues)[:1]:
             m = sources.get("queue:" + problem.queue)
             raise ManifestError(m.source if m else "", problem.message, ref=f"Queue {problem.queue}",
@@ -168,6 +178,8 @@ class SimCluster:
             cache.add_queue(obj)
         for obj in self.nodes.values():
             cache.add_node(obj)
+        for obj in self.hypernodes.values():
+            cache.add_hypernode(obj)
         for obj in self.podgroups.values():
             cache.add_podgroup(obj)
         for obj in self.pods.values():

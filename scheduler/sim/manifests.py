@@ -82,6 +82,7 @@ from .fields import (
     string_map,
     type_name,
 )
+from .hypernode_manifest import validate_hypernode
 from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod
 
 __all__ = ["Manifest", "ManifestError", "load_manifests"]
@@ -97,6 +98,7 @@ _ACCEPTED: Mapping[tuple[str, str], bool] = MappingProxyType(
         ("scheduling.volcano.sh/v1beta1", "PodGroup"): True,
         ("scheduling.volcano.sh/v1beta1", "Queue"): False,
         ("batch.volcano.sh/v1alpha1", "Job"): True,
+        ("topology.volcano.sh/v1alpha1", "HyperNode"): False,
     }
 )
 _CLUSTER_SCOPED_KINDS = frozenset(kind for (_, kind), namespaced in _ACCEPTED.items() if not namespaced)
@@ -608,5 +610,6 @@ _VALIDATORS = MappingProxyType(
         "PodGroup": _validate_podgroup,
         "Queue": _validate_queue,
         "Job": _validate_job,
+        "HyperNode": validate_hypernode,
     }
 )
