@@ -17,7 +17,7 @@ from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
 from .api.job_info import JobInfo, PodGroup
 from .api.node_info import NodeInfo, NodeSpec
 from .api.pod_spec import Taint
-from .api.queue_info import QueueInfo
+from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.types import COMPLETED_STATUS
@@ -107,6 +107,7 @@ def queue_from(obj: Mapping[str, Any]) -> QueueInfo:
         state=status.get("state") or "",
         annotations=dict(meta.get("annotations") or {}),
         allocated={str(k): str(v) for k, v in (status.get("allocated") or {}).items()},
+        affinity=QueueAffinity.from_spec(spec.get("affinity")),
     )
 
 

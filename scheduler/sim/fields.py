@@ -208,6 +208,22 @@ def check_string_keys(value: Any, check: Checker, path: str) -> None:
             check_string_keys(item, check, f"{path}[{i}]")
 
 
+def node_group_affinity(value: Any, check: Checker, path: str) -> None:
+    """A Queue's ``spec.affinity`` as the Queue CRD's schema types it: optional ``nodeGroupAffinity``
+    and ``nodeGroupAntiAffinity`` objects, each with optional ``requiredDuringSchedulingIgnoredDuringExecution``
+    and ``preferredDuringSchedulingIgnoredDuringExecution`` lists of node-group names.  The schema puts no
+    pattern on the names and Volcano's queue webhooks do not look at them: any string is a name."""
+    if value is None:
+        return
+    check_string_keys(value, check, path)
+    affinity = as_mapping(value, check, path)
+    for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        terms = as_mapping(affinity.get(part), check, f"{path}.{part}")
+        for when in ("required", "preferred"):
+            key = f"{when}DuringSchedulingIgnoredDuringExecution"
+            string_list(terms.get(key), check, f"{path}.{part}.{key}")
+
+
 # -- label keys, label values, label selectors (apimachinery's validation) -------------------------
 
 _QUALIFIED_NAME_RULE = (

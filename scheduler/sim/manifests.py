@@ -72,6 +72,7 @@ from .fields import (
     conditions,
     describe,
     format_time,
+    node_group_affinity,
     normalise_time,
     one_of,
     optional_bool,
@@ -471,6 +472,7 @@ def _validate_queue(obj: dict, check: Checker) -> None:
         as_int(spec["priority"], check, "spec.priority", INT32_MIN, INT32_MAX)
     if spec.get("parent") is not None:
         as_string(spec["parent"], check, "spec.parent")
+    node_group_affinity(spec.get("affinity"), check, "spec.affinity")
 
     capability = resource_list(spec.get("capability"), check, "spec.capability")
     deserved = resource_list(spec.get("deserved"), check, "spec.deserved")
