@@ -37,6 +37,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
     Access("scheduling.volcano.sh", "podgroups", ("patch",),
            "PodGroup status: Volcano's CRD has no status subresource, so the object itself is patched"),
     Access("coordination.k8s.io", "leases", ("get", "create", "update"), "leader election between replicas"),
+    Access("topology.volcano.sh", "hypernodes", ("get", "list", "watch"), "the network topology: HyperNodes"),
 )
 
 

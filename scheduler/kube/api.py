@@ -59,6 +59,7 @@ PRIORITY_CLASSES = Kind("scheduling.k8s.io", "v1", "priorityclasses", False)
 PODGROUPS = Kind("scheduling.volcano.sh", "v1beta1", "podgroups", True)
 QUEUES = Kind("scheduling.volcano.sh", "v1beta1", "queues", False)
 LEASES = Kind("coordination.k8s.io", "v1", "leases", True)
+HYPERNODES = Kind("topology.volcano.sh", "v1alpha1", "hypernodes", False)
 # the controllers' kinds
 JOBS = Kind("batch.volcano.sh", "v1alpha1", "jobs", True)
 COMMANDS = Kind("bus.volcano.sh", "v1alpha1", "commands", True)

@@ -37,7 +37,7 @@ from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
 from .health import Health, watches_check
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
-from .source import Backoff, CacheFeeder, Reflector, object_key
+from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
 
 log = structlog.get_logger("vcsched.kube")
 
@@ -248,7 +248,8 @@ class Runtime:
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
         # the cache's kinds; they run from start_source, and the PodGroup one takes the podgroup
         # controller's PodGroups (give_group) from the start
-        self._watched = {kind: self._reflector(kind, handler) for kind, handler in self.feeder.handlers().items()}
+        self._watched = {kind: self._reflector(kind, handler, optional=kind in OPTIONAL_KINDS)
+                         for kind, handler in self.feeder.handlers().items()}
         self.reflectors: list[Reflector] = []
         self._reflector_tasks: list[tuple[Reflector, asyncio.Task[None]]] = []
         self._device_watches: dict[str, tuple[Reflector, asyncio.Task[None]]] = {}

@@ -31,7 +31,7 @@ from ..api.task_info import parse_timestamp
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
 from ..metrics import Metrics
-from .api import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind, warn_unless_denied
+from .api import HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind, warn_unless_denied
 
 log = structlog.get_logger("vcsched.kube.source")
 
@@ -79,9 +79,12 @@ class Backoff:
 class Reflector:
     """Keeps ``store`` equal to the API's view of one resource and tells ``handler`` every change."""
 
+    # an optional kind the API does not serve is looked for again this often
+    ABSENT_RETRY = 30.0
+
     def __init__(self, client: KubeClient, kind: Kind, handler: Handler, *, namespace: str | None = None,
                  field_selector: str | None = None, watch_timeout: float = 300.0,
-                 backoff: Backoff | None = None, label_selector: str | None = None) -> None:
+                 backoff: Backoff | None = None, label_selector: str | None = None, optional: bool = False) -> None:
         self.client = client
         self.kind = kind
         self.handler = handler
@@ -96,6 +99,9 @@ class Reflector:
         self.failing_since: float | None = None  # monotonic time of the first failure since the last success
         self.opened_at: float | None = None  # when the server last accepted a watch
         self.relisting = False  # a watch answered 410 Gone: the store is stale until the list is in
+        # optional: a kind a cluster may not serve (its CRD not installed), which is then taken as empty
+        self.optional = optional
+        self.absent = False
         self.log = log.bind(resource=kind.plural, namespace=namespace, field_selector=field_selector)
 
     async def run(self) -> None:
@@ -114,6 +120,11 @@ class Reflector:
                     self.log.info("watch expired, relisting", error=str(e))
                     need_list = self.relisting = True
                     continue
+                if e.status == 404 and self.optional:
+                    self._not_served()
+                    need_list = True
+                    await asyncio.sleep(self.ABSENT_RETRY)
+                    continue
                 self.opened_at = None
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
@@ -121,9 +132,22 @@ class Reflector:
                 warn_unless_denied(self.log, "list/watch failed, retrying", e, retry_in=round(delay, 3))
                 await asyncio.sleep(delay)
 
+    def _not_served(self) -> None:
+        """An optional kind the API server does not serve: nothing of it exists, and the cache is synced."""
+        if not self.absent:
+            self.log.warning("not served by the API server (is its CRD installed?): taken as empty until it is")
+        self.absent = True
+        self._replace([])
+        self.failing_since = None
+        self.relisting = False
+        self.synced.set()
+
     async def _list(self) -> None:
         items, self.resource_version = await self.client.list(
             self.kind.path(self.namespace), {"fieldSelector": self.field_selector, "labelSelector": self.label_selector})
+        if self.absent:
+            self.log.info("served by the API server again")
+            self.absent = False
         self._replace(items)
         self.failing_since = None
         self.relisting = False
@@ -388,7 +412,12 @@ class CacheFeeder:
             PODGROUPS: _Fn(c.update_podgroup, lambda o: c.delete_podgroup(object_key(o))),
             QUEUES: _Fn(c.update_queue, lambda o: c.delete_queue(o["metadata"]["name"])),
             PRIORITY_CLASSES: _Fn(c.add_priority_class, lambda o: c.delete_priority_class(o["metadata"]["name"])),
+            HYPERNODES: _Fn(c.update_hypernode, lambda o: c.delete_hypernode(o["metadata"]["name"])),
         }
+
+
+# the kinds a cluster may not serve (CRDs an older Volcano did not install): taken as empty then
+OPTIONAL_KINDS = frozenset({HYPERNODES})
 
 
 class _Fn:

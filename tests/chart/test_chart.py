@@ -40,6 +40,8 @@ VOLCANO_CRDS = {
         "batch.volcano.sh", "v1alpha1", "Job", "jobs", ["vcjob", "vj"], "Namespaced", True),
     "commands.bus.volcano.sh": (
         "bus.volcano.sh", "v1alpha1", "Command", "commands", None, "Namespaced", False),
+    "hypernodes.topology.volcano.sh": (
+        "topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", ["hn"], "Cluster", True),
 }
 
 

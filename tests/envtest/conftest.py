@@ -40,7 +40,7 @@ CONF_KEY = "volcano-scheduler.conf"
 
 # what a test may leave behind, emptied before the next: (list path, delete-collection path or None)
 NAMESPACES = ("default", "volcano-system", "team-a", "team-b")
-CLUSTER_KINDS = ("/api/v1/nodes",)
+CLUSTER_KINDS = ("/api/v1/nodes", "/apis/topology.volcano.sh/v1alpha1/hypernodes")
 NAMESPACED_KINDS = ("/api/v1/namespaces/{ns}/pods", "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
                     "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs",
                     "/apis/bus.volcano.sh/v1alpha1/namespaces/{ns}/commands",
@@ -294,11 +294,11 @@ def collection_path(obj: dict[str, Any]) -> str:
     """Where ``obj`` is created: its kind's collection, from apiVersion and kind (the kinds tests use)."""
     plural = {"Node": "nodes", "Pod": "pods", "PodGroup": "podgroups", "Queue": "queues", "Job": "jobs",
               "Command": "commands", "ConfigMap": "configmaps", "PriorityClass": "priorityclasses",
-              "Namespace": "namespaces", "Lease": "leases", "Secret": "secrets",
+              "Namespace": "namespaces", "Lease": "leases", "Secret": "secrets", "HyperNode": "hypernodes",
               "PersistentVolumeClaim": "persistentvolumeclaims"}[obj["kind"]]
     api = obj["apiVersion"]
     base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
-    cluster_scoped = obj["kind"] in ("Node", "Queue", "PriorityClass", "Namespace")
+    cluster_scoped = obj["kind"] in ("Node", "Queue", "PriorityClass", "Namespace", "HyperNode")
     if cluster_scoped:
         return f"{base}/{plural}"
     return f"{base}/namespaces/{(obj.get('metadata') or {}).get('namespace') or 'default'}/{plural}"
