@@ -119,10 +119,11 @@ class CandidateNodes:
         skip = fe.unresolvable_nodes() if fe is not None else None
         failed = failures.for_task(task) if failures is not None else None
         index = None
-        if not skip and self.search.shareable(task):
-            index = self.indexes.get(task.shape)
+        shape = self.search.shape_key(task) if not skip else None
+        if shape is not None:
+            index = self.indexes.get(shape)
             if index is None:
-                index = self.indexes[task.shape] = PreemptIndex(self.search, task)
+                index = self.indexes[shape] = PreemptIndex(self.search, task)
             if failed is None:
                 return index.nodes(task, scored)
             index.refresh(task)

@@ -40,6 +40,10 @@ class Point(Enum):
     PREEMPTIVE = "enablePreemptive"
     VICTIM_QUEUE_ORDER = "#victimQueueOrder"
     VICTIM_TASKS = "enabledVictim"  # shuffle's victims (tdm, pdb, rescheduling)
+    # vcsched's own: what a task's predicate verdicts and node scores depend on besides its pod (its
+    # queue, say), a hashable value, or None when they cannot be shared with another task at all;
+    # tasks share the node search's work only when their pods' shapes and these values agree
+    TASK_SHAPE = "enablePredicate|enableNodeOrder#taskShape"
     # preempt's dry run (enableTopologyAwarePreemption, session_plugins.go): the cycle state a
     # plugin's PrePredicateFn writes, built only when the dry run reads it; the simulate hooks
     CYCLE_STATE = "enablePredicate#cycleState"

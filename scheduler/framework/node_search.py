@@ -100,6 +100,7 @@ class NodeSearch:
         self.k = ssn.state.nodes_to_find.count(len(self.nodes))
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
+        self.shape_fns = ssn.fns(Point.TASK_SHAPE)
         self.indexes: dict[tuple, ShapeIndex] = {}
         # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
         # re-checks the node
@@ -183,6 +184,22 @@ class NodeSearch:
         return (task.spec.shareable and not self.ssn.has_inter_pod_terms and not self.best_node
                 and not any(b.applies(task) for b in self.batch))
 
+    def shape_key(self, task: TaskInfo) -> tuple | None:
+        """What ``task`` shares verdicts and scores under: its shape, and what the plugins' ``TASK_SHAPE``
+        functions say the verdicts depend on besides the pod (nodegroup: the task's queue); None when
+        the task cannot share them."""
+        if not self.shareable(task):
+            return None
+        if not self.shape_fns:
+            return task.shape
+        parts = [task.shape]
+        for fn in self.shape_fns:
+            part = fn(task)
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
+
     # -- the search ---------------------------------------------------------------------
 
     def find(self, task: TaskInfo, predicate_only: bool = False,
@@ -219,8 +236,9 @@ class NodeSearch:
                 cached[nominated.name] = statuses
         if cached is not None:
             return self._find_direct(task, predicate_only, cached)
-        if self.shareable(task):
-            key = (task.shape, predicate_only)
+        shape = self.shape_key(task)
+        if shape is not None:
+            key = (shape, predicate_only)
             index = self.indexes.get(key)
             if index is None:
                 index = self.indexes[key] = ShapeIndex(self, task, predicate_only)
