@@ -12,11 +12,14 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         conformance,
         drf,
         gang,
+        nodegroup,
         nodeorder,
         overcommit,
         predicates,
         priority,
         proportion,
+        sla,
+        tdm,
     )
     from ..plugins.deviceshare import DeviceSharePlugin
 
@@ -27,21 +30,24 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         DeviceSharePlugin,
         drf.DrfPlugin,
         gang.GangPlugin,
+        nodegroup.NodeGroupPlugin,
         nodeorder.NodeOrderPlugin,
         overcommit.OvercommitPlugin,
         predicates.PredicatesPlugin,
         priority.PriorityPlugin,
         proportion.ProportionPlugin,
+        sla.SlaPlugin,
+        tdm.TdmPlugin,
     ]
     return {c.name: c for c in classes}
 
 
 def action_classes() -> dict[str, type[Action]]:
-    from ..actions import allocate, backfill, enqueue, preempt, reclaim
+    from ..actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
 
     classes: list[type[Action]] = [
         enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction,
-        preempt.PreemptAction, reclaim.ReclaimAction,
+        preempt.PreemptAction, reclaim.ReclaimAction, shuffle.ShuffleAction,
     ]
     return {c.name: c for c in classes}
 
