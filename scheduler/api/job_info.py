@@ -6,10 +6,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
+
+from .duration import DurationError, parse_go_duration
 from .fit_errors import FitErrors
 from .resource import Resource
-from .task_info import TaskInfo, TransactionContext
-from .types import ALLOCATED_STATUS, READY_STATUS, VALID_STATUS, PodGroupPhase, TaskStatus
+from .task_info import TaskInfo, TransactionContext, parse_go_bool
+from .types import (
+    ALLOCATED_STATUS,
+    JDB_MAX_UNAVAILABLE_KEY,
+    JDB_MIN_AVAILABLE_KEY,
+    JOB_WAITING_TIME_KEYS,
+    PREEMPTABLE_KEY,
+    READY_STATUS,
+    VALID_STATUS,
+    PodGroupPhase,
+    TaskStatus,
+)
+
+log = structlog.get_logger("vcsched.job_info")
 
 
 @dataclass(slots=True)
@@ -57,6 +72,42 @@ class PodGroup:
         return (self.phase, self.running, self.succeeded, self.failed, conds)
 
 
+@dataclass(slots=True, frozen=True)
+class DisruptionBudget:
+    """A job's disruption budget from its PodGroup's annotations (``extractBudget``): an integer or a
+    percentage, kept as written; ``jdb-min-available`` wins when both are given."""
+
+    min_available: str = ""
+    max_unavailable: str = ""
+
+    @classmethod
+    def of(cls, annotations: dict[str, str]) -> "DisruptionBudget":
+        if JDB_MIN_AVAILABLE_KEY in annotations:
+            return cls(min_available=annotations[JDB_MIN_AVAILABLE_KEY])
+        if JDB_MAX_UNAVAILABLE_KEY in annotations:
+            return cls(max_unavailable=annotations[JDB_MAX_UNAVAILABLE_KEY])
+        return cls()
+
+
+def _waiting_time(pg: PodGroup) -> float | None:
+    """``extractWaitingTime``: the PodGroup's ``volcano.sh/sla-waiting-time`` annotation, else its
+    ``sla-waiting-time``; a Go duration above zero, in seconds.  None when neither is given or valid
+    (an invalid one is logged, as Volcano does, and the next key is tried)."""
+    for key in JOB_WAITING_TIME_KEYS:
+        raw = pg.annotations.get(key)
+        if raw is None:
+            continue
+        try:
+            seconds = parse_go_duration(raw)
+            if seconds <= 0:
+                raise DurationError("invalid sla waiting time")
+            return seconds
+        except DurationError as e:
+            log.warning(f"Error occurs in parsing waiting time for job <{pg.namespace}/{pg.name}>, err: {e}.",
+                        podgroup=pg.key, annotation=key)
+    return None
+
+
 class JobInfo:
     """A PodGroup and its tasks, with the counters gang and the actions consult."""
 
@@ -64,7 +115,7 @@ class JobInfo:
         "uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
         "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
-        "pending_best_effort", "ready",
+        "pending_best_effort", "ready", "waiting_time", "budget",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -86,6 +137,10 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.preemptable = False
+        # sla-waiting-time of the PodGroup in seconds, None when absent or invalid (WaitingTime)
+        self.waiting_time: float | None = None
+        # the job disruption budget (Budget): jdb-min-available, jdb-max-unavailable ("" when unset)
+        self.budget = DisruptionBudget()
         self.pending_best_effort = 0
         self.ready = 0  # tasks in READY_STATUS, kept as tasks move
         if podgroup is not None:
@@ -100,8 +155,11 @@ class JobInfo:
         self.task_min_available_total = sum(pg.min_task_member.values())
         self.queue = pg.queue or default_queue
         self.creation_timestamp = pg.creation_timestamp
-        raw = pg.annotations.get("volcano.sh/preemptable", pg.labels.get("volcano.sh/preemptable"))
-        self.preemptable = str(raw).lower() == "true" if raw is not None else False
+        # extractPreemptable: the annotation, else the label; strconv.ParseBool, false when it refuses
+        raw = pg.annotations.get(PREEMPTABLE_KEY, pg.labels.get(PREEMPTABLE_KEY))
+        self.preemptable = bool(parse_go_bool(raw)) if raw is not None else False
+        self.waiting_time = _waiting_time(pg)
+        self.budget = DisruptionBudget.of(pg.annotations)
 
     # -- tasks ---------------------------------------------------------------------
 
@@ -162,6 +220,8 @@ class JobInfo:
         j.podgroup = self.podgroup.clone() if self.podgroup else None
         j.creation_timestamp = self.creation_timestamp
         j.preemptable = self.preemptable
+        j.waiting_time = self.waiting_time
+        j.budget = self.budget
         for t in self.tasks.values():
             j.add_task(t.clone())
         return j

@@ -9,7 +9,7 @@ from typing import Any
 from .pod_spec import Taint
 from .resource import Resource
 from .task_info import TaskInfo
-from .types import TaskStatus
+from .types import REVOCABLE_ZONE_KEY, TaskStatus
 
 
 class NodeAccountingError(Exception):
@@ -59,6 +59,11 @@ class NodeInfo:
     @property
     def ready(self) -> bool:
         return self.node is not None
+
+    @property
+    def revocable_zone(self) -> str:
+        """The node's ``volcano.sh/revocable-zone`` label ("" when absent): a revocable node (tdm)."""
+        return self.spec.labels.get(REVOCABLE_ZONE_KEY, "")
 
     def future_idle(self) -> Resource:
         """``FutureIdle = Idle + Releasing − Pipelined``."""

@@ -12,6 +12,7 @@ from .resource import Resource
 from .types import (
     GROUP_NAME_ANNOTATION,
     PREEMPTABLE_KEY,
+    REVOCABLE_ZONE_KEY,
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
     VOLCANO_GATE,
@@ -68,6 +69,8 @@ class TaskInfo:
     pod_annotations: dict[str, str] = field(default_factory=dict)
     # the key under which identical tasks share predicate and score work
     shape: tuple = ()
+    # "*" when the pod may run on revocable nodes (tdm), else "" (GetPodRevocableZone)
+    revocable_zone: str = ""
 
     @property
     def init_resreq(self) -> Resource:
@@ -89,7 +92,7 @@ class TaskInfo:
             self.uid, self.name, self.namespace, self.job, self.status, self.node_name, self.resreq,
             self.priority, self.role, self.preemptable, self.best_effort, self.creation_timestamp,
             self.spec, self.pod, self.nominated_node, self.eviction_occurred, self.last_transaction,
-            dict(self.pod_annotations), self.shape,
+            dict(self.pod_annotations), self.shape, self.revocable_zone,
         )
         return t
 
@@ -141,6 +144,17 @@ def pod_request(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -
     return total
 
 
+def revocable_zone(annotations: Mapping[str, str]) -> str:
+    """``GetPodRevocableZone``: ``*`` when the ``volcano.sh/revocable-zone`` annotation is ``*`` (any other
+    value: none), or, without that annotation, when ``volcano.sh/preemptable`` is a true bool.  Labels
+    are not read."""
+    if REVOCABLE_ZONE_KEY in annotations:
+        return "*" if annotations[REVOCABLE_ZONE_KEY] == "*" else ""
+    if PREEMPTABLE_KEY in annotations and parse_go_bool(str(annotations[PREEMPTABLE_KEY])):
+        return "*"
+    return ""
+
+
 def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> TaskInfo:
     """``NewTaskInfo`` from a validated pod manifest."""
     meta = pod.get("metadata") or {}
@@ -179,6 +193,7 @@ def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset())
         spec=ps,
         pod=pod,
         nominated_node=(pod.get("status") or {}).get("nominatedNodeName") or "",
+        revocable_zone=revocable_zone(annotations),
     )
     task.shape = (
         resreq.milli_cpu, resreq.memory, tuple(sorted(resreq.scalars.items())), ps.shape,

@@ -79,4 +79,11 @@ QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+# tdm: a node's zone (label), a pod allowed on revocable nodes ("*", annotation)
+REVOCABLE_ZONE_KEY = "volcano.sh/revocable-zone"
+# sla: a PodGroup's waiting time, read under v1beta1.JobWaitingTime, then under api.JobWaitingTime
+JOB_WAITING_TIME_KEYS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+# a job's disruption budget (tdm), on its PodGroup
+JDB_MIN_AVAILABLE_KEY = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE_KEY = "volcano.sh/jdb-max-unavailable"
 VOLCANO_GATE = "volcano.sh/queue-allocation-gate"

@@ -87,6 +87,9 @@ class SchedulerState:
     # where preempt's topology-aware dry run starts in its candidate nodes (Volcano: rand.Intn);
     # seeded, so that a run can be repeated
     preempt_offset: random.Random = field(default_factory=lambda: random.Random("vcsched preempt offset"))
+    # what a plugin keeps from one session to the next, by plugin name (tdm: when it last looked for
+    # victims, Volcano's package variable lastEvictAt)
+    plugins: dict[str, Any] = field(default_factory=dict)
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
