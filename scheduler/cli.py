@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
+from datetime import datetime, timezone
 
 import structlog
 
@@ -12,7 +14,8 @@ from .cache import Cache
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from .plugins.deviceshare import device_builder
 from .scheduler import Scheduler
-from .sim.cluster import SIM_EPOCH, SimCluster
+from .sim.cluster import SimCluster
+from .sim.fields import RFC3339
 from .sim.jobs import SimJobs
 from .sim.manifests import ManifestError, load_manifests
 from .sim.output import render, result
@@ -20,6 +23,7 @@ from .sim.output import render, result
 EXIT_BAD_INPUT = 2
 MAX_CYCLES = 20
 SCHEDULE_PERIOD = 1.0  # seconds of simulated time per cycle (Volcano's default --schedule-period)
+INPUT_AGE = 3600.0  # objects without a creationTimestamp were made this long before the clock's start
 CONF_MAP = "volcano-scheduler-configmap"
 CONF_KEY = "volcano-scheduler.conf"
 
@@ -70,11 +74,31 @@ def load_conf(conf_path: str | None, cluster: SimCluster) -> SchedulerConfigurat
         raise BadInput(f"{where}: {e}") from None
 
 
+def parse_now(text: str | None) -> float:
+    """``--now``: an RFC 3339 date-time as Unix seconds; the real time when not given."""
+    if text is None:
+        return time.time()
+    if RFC3339.match(text.strip()):
+        try:
+            start = datetime.fromisoformat(text.strip().upper().replace("Z", "+00:00")).timestamp()
+            # the input's creation times and a day of cycles must be dates too
+            datetime.fromtimestamp(start - INPUT_AGE, timezone.utc)
+            datetime.fromtimestamp(start + 86400, timezone.utc)
+            return start
+        except (ValueError, OverflowError, OSError):
+            pass
+    raise BadInput(f"--now: must be an RFC 3339 date-time such as 2026-01-01T01:00:00Z, got {text!r}")
+
+
 def simulate(args: argparse.Namespace) -> int:
     names = tuple(args.scheduler_name or ["volcano"])
     try:
-        manifests = load_manifests(args.filename, stdin=sys.stdin)
-        cluster = SimCluster.from_manifests(manifests, names)
+        # simulated time starts at --now; the input was made an hour before, a second per object
+        start = parse_now(args.now)
+        created = start - INPUT_AGE
+        manifests = load_manifests(args.filename, stdin=sys.stdin,
+                                   created=datetime.fromtimestamp(created, timezone.utc))
+        cluster = SimCluster.from_manifests(manifests, names, created)
         conf = load_conf(args.conf, cluster)
     except (ManifestError, BadInput) as e:
         print(f"vcsched simulate: {e}", file=sys.stderr)
@@ -85,7 +109,7 @@ def simulate(args: argparse.Namespace) -> int:
     cycles = 0
     limit = args.cycles if args.cycles is not None else MAX_CYCLES
     # simulated time: one cycle per schedule period; controllers settle between cycles (sim/jobs.py)
-    clock = SIM_EPOCH + 3600
+    clock = start
     jobs = SimJobs(cluster, cache)
     jobs.settle(clock, clock)
     while cycles < limit:
@@ -118,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--cycles", type=int, help="run exactly N scheduling cycles")
     sim.add_argument("-o", "--output", choices=("table", "json", "yaml"))
     sim.add_argument("--scheduler-name", action="append", help="schedulerName to serve (default volcano)")
+    sim.add_argument("--now", metavar="RFC3339",
+                     help="when the simulated clock starts (tdm windows, sla waiting times); default: the real time")
     sim.set_defaults(run=simulate)
 
     from .bench import add_parser as add_bench

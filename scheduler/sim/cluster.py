@@ -49,7 +49,10 @@ class SimCluster:
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)  # NodeLock effects: (node, key, value)
 
     @classmethod
-    def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",)) -> "SimCluster":
+    def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",),
+                       created: float = SIM_EPOCH) -> "SimCluster":
+        """``created``: when the input's objects without a creation time were made (the queues made
+        here: a second before)."""
         c = cls(scheduler_names)
         sources: dict[str, Manifest] = {}
         for m in manifests:
@@ -77,7 +80,7 @@ class SimCluster:
                 sources["hypernode:" + m.name] = m
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
-                c.queues[name] = default_queue(name, reclaimable, rfc3339(SIM_EPOCH - 1))
+                c.queues[name] = default_queue(name, reclaimable, rfc3339(created - 1))
         c._admit_priorities(sources)
         c._make_podgroups()
         c._check_references(sources)

@@ -13,8 +13,9 @@ document:
 - ``metadata.namespace`` (``default``) for namespaced kinds; dropped for
   cluster-scoped ones, as the API server drops it;
 - ``metadata.uid``: a uuid5 over kind, namespace and name;
-- ``metadata.creationTimestamp``: 2026-01-01T00:00:00Z plus one second per
-  object in input order; given timestamps are normalised to RFC 3339 ``Z`` form;
+- ``metadata.creationTimestamp``: ``created`` (2026-01-01T00:00:00Z unless
+  given; ``simulate`` passes one hour before its clock's start) plus one second
+  per object in input order; given timestamps are normalised to RFC 3339 ``Z`` form;
 - Pod: what the API server defaults and its default admission plugins add
   (scheduler/api/pod_defaults.py: requests from limits, ``schedulerName``,
   host ports under ``hostNetwork``, the not-ready/unreachable tolerations,
@@ -148,14 +149,16 @@ class Manifest:
 # -- reading -------------------------------------------------------------------
 
 
-def load_manifests(paths: list[str], stdin: TextIO | None = None) -> list[Manifest]:
-    """Read, check and default every object of ``paths`` (``-`` is stdin), in input order."""
+def load_manifests(paths: list[str], stdin: TextIO | None = None,
+                   created: datetime = BASE_CREATION_TIME) -> list[Manifest]:
+    """Read, check and default every object of ``paths`` (``-`` is stdin), in input order; an object
+    without ``creationTimestamp`` was created at ``created`` plus one second per object before it."""
     manifests: list[Manifest] = []
     seen: dict[tuple[str, str], str] = {}
     for path in paths:
         label, text = _read(path, stdin)
         for source, doc in _documents(label, text):
-            manifest = _build(source, doc, len(manifests))
+            manifest = _build(source, doc, len(manifests), created)
             ident = (manifest.kind, manifest.key)
             if ident in seen:
                 raise ManifestError(
@@ -282,7 +285,7 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 # -- one object ------------------------------------------------------------------
 
 
-def _build(source: str, doc: dict, position: int) -> Manifest:
+def _build(source: str, doc: dict, position: int, created: datetime = BASE_CREATION_TIME) -> Manifest:
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     check = Checker(source)
     if api_version is None or api_version == "":
@@ -306,7 +309,7 @@ def _build(source: str, doc: dict, position: int) -> Manifest:
 
     meta.setdefault("uid", str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{meta.get('namespace', '')}/{meta['name']}")))
     if meta.get("creationTimestamp") in (None, ""):
-        meta["creationTimestamp"] = format_time(BASE_CREATION_TIME + timedelta(seconds=position))
+        meta["creationTimestamp"] = format_time(created + timedelta(seconds=position))
     return Manifest(kind=kind, api_version=api_version, obj=obj, source=source)
 
 

@@ -6,6 +6,11 @@ import pytest
 from vcsched.cli import main
 
 
+# the simulated clock's start unless a test gives its own ``--now``: runs are reproducible, and the
+# input's objects without creationTimestamp date from 2026-01-01T00:00:00Z, a second apart
+SIM_NOW = "2026-01-01T01:00:00Z"
+
+
 @pytest.fixture
 def simulate(tmp_path, capsys):
     """Run ``vcsched simulate -o json`` on YAML text; return (exit code, parsed output or stderr)."""
@@ -14,6 +19,8 @@ def simulate(tmp_path, capsys):
         path = tmp_path / "cluster.yaml"
         path.write_text(textwrap.dedent(manifests))
         argv = ["simulate", "-f", str(path), "-o", "json", *args]
+        if not any(a == "--now" or a.startswith("--now=") for a in args):
+            argv += ["--now", SIM_NOW]
         if conf is not None:
             conf_path = tmp_path / "scheduler.conf"
             conf_path.write_text(textwrap.dedent(conf))
