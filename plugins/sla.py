@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vcsched.api.duration import DurationError, parse_go_duration
-from vcsched.api.job_info import JobInfo
+from vcsched.api.duration import DurationError
+from vcsched.api.job_info import JobInfo, parse_waiting_time
 from vcsched.api.types import Vote
 from vcsched.framework.arguments import ArgumentError, Arguments
 from vcsched.framework.interface import Plugin, Point
@@ -44,12 +44,9 @@ class SlaPlugin(Plugin):
             raw = arguments.get_str(JOB_WAITING_TIME, "")
             where = f"{arguments.where}.{JOB_WAITING_TIME}"
             try:
-                seconds = parse_go_duration(raw)
+                self.waiting_time = parse_waiting_time(raw)
             except DurationError as e:
-                raise ArgumentError(f"{where}: expected a duration such as 1h2m3s, got {raw!r} ({e})") from None
-            if seconds <= 0:
-                raise ArgumentError(f"{where}: expected a duration above zero, got {raw!r}")
-            self.waiting_time = seconds
+                raise ArgumentError(f"{where}: expected a duration above zero such as 1h2m3s, got {raw!r} ({e})") from None
 
     def job_waiting_time(self, job: JobInfo) -> float | None:
         """``readJobWaitingTime``: the job's own, else the global one."""

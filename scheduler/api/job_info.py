@@ -89,6 +89,15 @@ class DisruptionBudget:
         return cls()
 
 
+def parse_waiting_time(raw: str) -> float:
+    """An sla waiting time in seconds: a Go duration above zero (``extractWaitingTime``); DurationError
+    with Go's message, or ``invalid sla waiting time``, otherwise."""
+    seconds = parse_go_duration(raw)
+    if seconds <= 0:
+        raise DurationError("invalid sla waiting time")
+    return seconds
+
+
 def _waiting_time(pg: PodGroup) -> float | None:
     """``extractWaitingTime``: the PodGroup's ``volcano.sh/sla-waiting-time`` annotation, else its
     ``sla-waiting-time``; a Go duration above zero, in seconds.  None when neither is given or valid
@@ -98,10 +107,7 @@ def _waiting_time(pg: PodGroup) -> float | None:
         if raw is None:
             continue
         try:
-            seconds = parse_go_duration(raw)
-            if seconds <= 0:
-                raise DurationError("invalid sla waiting time")
-            return seconds
+            return parse_waiting_time(raw)
         except DurationError as e:
             log.warning(f"Error occurs in parsing waiting time for job <{pg.namespace}/{pg.name}>, err: {e}.",
                         podgroup=pg.key, annotation=key)

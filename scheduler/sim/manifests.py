@@ -306,11 +306,29 @@ def _build(source: str, doc: dict, position: int, created: datetime = BASE_CREAT
     _validate_metadata_fields(meta, check)
 
     _VALIDATORS[kind](obj, check)
+    if kind in ("PodGroup", "Job"):
+        _check_waiting_time(meta, check)
 
     meta.setdefault("uid", str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{meta.get('namespace', '')}/{meta['name']}")))
     if meta.get("creationTimestamp") in (None, ""):
         meta["creationTimestamp"] = format_time(created + timedelta(seconds=position))
     return Manifest(kind=kind, api_version=api_version, obj=obj, source=source)
+
+
+def _check_waiting_time(meta: dict, check: Checker) -> None:
+    """The sla plugin's waiting time on a PodGroup (a Job's reaches its PodGroup): a Go duration above
+    zero.  Volcano logs a bad one and ignores it; simulate refuses it, naming the annotation."""
+    from ..api.duration import DurationError
+    from ..api.job_info import parse_waiting_time
+    from ..api.types import JOB_WAITING_TIME_KEYS
+
+    annotations = meta.get("annotations") or {}
+    for key in JOB_WAITING_TIME_KEYS:
+        if key in annotations:
+            try:
+                parse_waiting_time(annotations[key])
+            except DurationError as e:
+                check.fail(f"metadata.annotations[{key}]", f"must be a duration above zero such as 1h2m3s: {e}")
 
 
 def _validate_metadata(kind: str, namespaced: bool, meta: dict, check: Checker) -> None:
