@@ -15,7 +15,9 @@ import structlog
 
 from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
 from .api.job_info import JobInfo, PodGroup
+from .api.namespace_info import NamespaceInfo, quota_status_from
 from .api.node_info import NodeInfo, NodeSpec
+from .api.pdb import PodDisruptionBudget, pdb_from
 from .api.pod_spec import Taint
 from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
@@ -84,6 +86,7 @@ def podgroup_from(obj: Mapping[str, Any], ignored: frozenset[str] = frozenset())
         running=int(status.get("running") or 0),
         succeeded=int(status.get("succeeded") or 0),
         failed=int(status.get("failed") or 0),
+        min_resources_list=dict(min_res) if min_res is not None else None,
     )
 
 
@@ -130,6 +133,10 @@ class Cache:
         # topology.volcano.sh HyperNodes; their tree is derived again when they or the nodes change
         self.hypernodes: dict[str, HyperNode] = {}
         self._hypernode_tree: HyperNodeTree | None = None
+        # policy/v1 PodDisruptionBudgets by namespace/name, and each namespace's ResourceQuota status
+        # (Volcano's NamespaceCollection): what the pdb and resourcequota plugins read
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.namespaces: dict[str, NamespaceInfo] = {}
 
     # -- event plumbing ------------------------------------------------------------------
 
@@ -328,6 +335,42 @@ class Cache:
                           hypernode=tree.error_at, error=tree.error)
         return tree
 
+    # -- PodDisruptionBudgets and ResourceQuotas ------------------------------------------------
+
+    def add_pdb(self, obj: Mapping[str, Any]) -> None:
+        pdb = pdb_from(obj)
+        if not self._newer("PodDisruptionBudget", pdb.key, obj):
+            return
+        if pdb.selector is None:
+            log.warning("PodDisruptionBudget selector does not convert; the pdb plugin skips it",
+                        pdb=pdb.key, field="spec.selector")
+        self.pdbs[pdb.key] = pdb
+
+    update_pdb = add_pdb
+
+    def delete_pdb(self, key: str) -> None:
+        self.pdbs.pop(key, None)
+
+    def add_resource_quota(self, obj: Mapping[str, Any]) -> None:
+        """``updateResourceQuota``: the quota's status, in its namespace's collection."""
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace") or "default", meta.get("name") or ""
+        if not self._newer("ResourceQuota", f"{ns}/{name}", obj):
+            return
+        info = self.namespaces.get(ns)
+        if info is None:
+            info = self.namespaces[ns] = NamespaceInfo(ns)
+        info.quota_status[name] = quota_status_from(obj)
+
+    update_resource_quota = add_resource_quota
+
+    def delete_resource_quota(self, key: str) -> None:
+        """``deleteResourceQuota``: the namespace's collection stays, without the quota."""
+        ns, _, name = key.partition("/")
+        info = self.namespaces.get(ns)
+        if info is not None:
+            info.quota_status.pop(name, None)
+
     def add_priority_class(self, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
         self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
@@ -374,6 +417,8 @@ class Cache:
                 n.accounted[uid] = node.accounted[uid]
             nodes.append(n)
         queues = {name: q.clone() for name, q in self.queues.items()}
-        return Snapshot(nodes, jobs, queues, self.hypernode_tree())
+        pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
+        namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
+        return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,9 @@ class PodGroup:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    # spec.minResources as written (ResourceList names such as requests.cpu, quantities as text):
+    # the resourcequota plugin compares it with ResourceQuotas, which Resource cannot hold
+    min_resources_list: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -60,7 +64,7 @@ class PodGroup:
             self.name, self.namespace, self.uid, self.creation_timestamp, self.min_member,
             self.min_task_member, self.queue, self.priority_class_name, self.min_resources,
             self.annotations, self.labels, self.phase, list(self.conditions),
-            self.running, self.succeeded, self.failed,
+            self.running, self.succeeded, self.failed, self.min_resources_list,
         )
 
     def status_tuple(self) -> tuple:

@@ -18,7 +18,9 @@ import structlog
 
 from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
+from ..api.namespace_info import NamespaceInfo
 from ..api.node_info import NodeAccountingError, NodeInfo
+from ..api.pdb import PodDisruptionBudget
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
 from ..api.task_info import TaskInfo
@@ -44,6 +46,10 @@ class Snapshot:
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
     hypernodes: HyperNodeTree = field(default_factory=HyperNodeTree)  # shared, never changed by a session
+    # PodDisruptionBudgets (the pdb plugin's lister) and each namespace's ResourceQuota status
+    # (Volcano's ssn.NamespaceInfo, read by resourcequota); shared, never changed by a session
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -121,6 +127,8 @@ class Session:
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.hypernodes = snapshot.hypernodes
+        self.pdbs = snapshot.pdbs
+        self.namespace_info = snapshot.namespaces
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
         # every node change is logged here, so work shared between identical tasks can be
