@@ -15,9 +15,11 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         nodegroup,
         nodeorder,
         overcommit,
+        pdb,
         predicates,
         priority,
         proportion,
+        resourcequota,
         sla,
         tdm,
     )
@@ -33,9 +35,11 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         nodegroup.NodeGroupPlugin,
         nodeorder.NodeOrderPlugin,
         overcommit.OvercommitPlugin,
+        pdb.PdbPlugin,
         predicates.PredicatesPlugin,
         priority.PriorityPlugin,
         proportion.ProportionPlugin,
+        resourcequota.ResourceQuotaPlugin,
         sla.SlaPlugin,
         tdm.TdmPlugin,
     ]
