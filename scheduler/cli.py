@@ -110,8 +110,10 @@ def simulate(args: argparse.Namespace) -> int:
     limit = args.cycles if args.cycles is not None else MAX_CYCLES
     # simulated time: one cycle per schedule period; controllers settle between cycles (sim/jobs.py)
     clock = start
+    cluster.sync_policies(cache, clock)  # the disruption and quota controllers' first sync (sim/policies.py)
     jobs = SimJobs(cluster, cache)
     jobs.settle(clock, clock)
+    cluster.sync_policies(cache, clock)
     while cycles < limit:
         effects = scheduler.run_once(now=clock, uid=f"session-{cycles + 1}")
         cycles += 1
@@ -123,6 +125,7 @@ def simulate(args: argparse.Namespace) -> int:
             # nothing happened but a simulated timer is pending: skip the idle periods up to it
             clock = max(clock, due)
             changed = jobs.settle(clock, cycle_time)
+        changed |= cluster.sync_policies(cache, clock)
         if args.cycles is None and not changed:
             break
     fmt = args.output or ("table" if sys.stdout.isatty() else "json")

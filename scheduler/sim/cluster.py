@@ -1,9 +1,10 @@
 """The embedded cluster of ``vcsched simulate``: the sim source and sink around the real scheduler.
 
 It holds the input objects, does what the controllers and the API server would
-(PodGroups for bare pods, default Queues, Open queue state), feeds them to the
+(PodGroups for bare pods, default Queues, Open queue state, PodDisruptionBudget
+and ResourceQuota status and quota admission: sim/policies.py), feeds them to the
 cache, and applies each session's effects: a bind makes the pod Running on its
-node, an eviction deletes it, statuses are written back.
+node, an eviction deletes it, statuses are written back, events are recorded.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from ..controllers.job import validate_job_queue, volcano_message
 from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
 from ..controllers.queue_admission import validate_queue_tree
-from ..framework.effects import Bind, Effect, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
+from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
 from .hypernode_manifest import hypernode_problems
 from .manifests import Manifest, ManifestError
+from .policies import SimPolicies
 
 SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
 
@@ -47,6 +49,12 @@ class SimCluster:
     hypernodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # topology.volcano.sh HyperNodes
     evicted: list[str] = field(default_factory=list)
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)  # NodeLock effects: (node, key, value)
+    pdbs: dict[str, dict[str, Any]] = field(default_factory=dict)  # policy/v1 PodDisruptionBudgets
+    resource_quotas: dict[str, dict[str, Any]] = field(default_factory=dict)  # v1 ResourceQuotas
+    # the sessions' Events (Pods, PodGroups), aggregated as the API server's recorder counts repeats
+    events: list[dict[str, Any]] = field(default_factory=list)
+    # the disruption and quota controllers and the quota admission plugin (sim/policies.py)
+    policies: SimPolicies = field(default_factory=SimPolicies)
 
     @classmethod
     def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",),
@@ -78,6 +86,10 @@ class SimCluster:
             elif m.kind == "HyperNode":
                 c.hypernodes[m.name] = obj
                 sources["hypernode:" + m.name] = m
+            elif m.kind == "PodDisruptionBudget":
+                c.pdbs[m.key] = obj
+            elif m.kind == "ResourceQuota":
+                c.resource_quotas[m.key] = obj
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(created - 1))
@@ -87,13 +99,19 @@ class SimCluster:
         return c
 
     def _admit_priorities(self, sources: dict[str, Manifest]) -> None:
-        """Every input pod through the Priority admission plugin (``admit_pod``); a refusal names it."""
+        """Every input pod through the Priority admission plugin (``admit_priority``); a refusal names it."""
         for key, pod in self.pods.items():
-            refusal = self.admit_pod(pod)
+            refusal = self.admit_priority(pod)
             if refusal is not None:
                 raise ManifestError(f"{sources[key].source} (Pod {key}): {refusal}")
 
     def admit_pod(self, pod: dict[str, Any]) -> str | None:
+        """The API server's admission of a pod being created: the Priority plugin (``admit_priority``),
+        then the ResourceQuota plugin (sim/policies.py), which charges the pod to its namespace's
+        quotas or refuses it.  Returns the refusal, None when admitted."""
+        return self.admit_priority(pod) or self.policies.admit(self, pod)
+
+    def admit_priority(self, pod: dict[str, Any]) -> str | None:
         """The Priority admission plugin on a pod being created: its ``spec.priority`` (and
         ``preemptionPolicy``) from its PriorityClass.  The class named by ``spec.priorityClassName``
         must exist, else the globalDefault class (or 0) applies; a ``spec.priority`` that differs from
@@ -187,6 +205,16 @@ class SimCluster:
             cache.add_podgroup(obj)
         for obj in self.pods.values():
             cache.add_pod(obj)
+        for obj in self.pdbs.values():
+            cache.add_pdb(obj)
+        for obj in self.resource_quotas.values():
+            cache.add_resource_quota(obj)
+
+    def sync_policies(self, cache: Cache, now: float) -> bool:
+        """The disruption and quota controllers at ``now``: PodDisruptionBudget and ResourceQuota
+        status brought up to date with the pods (sim/policies.py), and fed to ``cache``.  True if a
+        status changed.  Called before the first cycle and after each one."""
+        return self.policies.sync(self, cache, now)
 
     # -- the sink side ----------------------------------------------------------------------
 
@@ -240,6 +268,8 @@ class SimCluster:
                     q.setdefault("status", {})["allocated"] = e.allocated
                     cache.update_queue(q)
                     changed = True
+            elif isinstance(e, Event):
+                self._record_event(e)
             elif isinstance(e, PodCondition):
                 key = f"{e.namespace}/{e.name}"
                 pod = self.pods.get(key)
@@ -261,6 +291,17 @@ class SimCluster:
             cache.delete_pod(pod["metadata"].get("uid"))
             changed = True
         return changed
+
+
+    def _record_event(self, e: Event) -> None:
+        """An Event, or one more of the same (the recorder's aggregation: same object, type, reason
+        and message)."""
+        obj = f"{e.kind} {e.namespace}/{e.name}"
+        for seen in self.events:
+            if (seen["object"], seen["type"], seen["reason"], seen["message"]) == (obj, e.type, e.reason, e.message):
+                seen["count"] += 1
+                return
+        self.events.append({"object": obj, "type": e.type, "reason": e.reason, "message": e.message, "count": 1})
 
 
 def _condition_out(c: dict[str, Any]) -> dict[str, Any]:

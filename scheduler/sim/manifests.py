@@ -38,7 +38,8 @@ Cross-object admission (priority class lookup, queue existence and state,
 queue hierarchy, a Job's queue) is left to the simulator and the controllers.
 
 The typed field reads and ``ManifestError`` live in ``fields``; Pods and Job pod
-templates are checked by ``pod_manifest``.
+templates are checked by ``pod_manifest``, PodDisruptionBudgets and ResourceQuotas
+by ``policy_manifest``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from .fields import (
     type_name,
 )
 from .hypernode_manifest import validate_hypernode
+from .policy_manifest import validate_pdb, validate_resource_quota
 from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod
 
 __all__ = ["Manifest", "ManifestError", "load_manifests"]
@@ -101,6 +103,8 @@ _ACCEPTED: Mapping[tuple[str, str], bool] = MappingProxyType(
         ("scheduling.volcano.sh/v1beta1", "Queue"): False,
         ("batch.volcano.sh/v1alpha1", "Job"): True,
         ("topology.volcano.sh/v1alpha1", "HyperNode"): False,
+        ("policy/v1", "PodDisruptionBudget"): True,
+        ("v1", "ResourceQuota"): True,
     }
 )
 _CLUSTER_SCOPED_KINDS = frozenset(kind for (_, kind), namespaced in _ACCEPTED.items() if not namespaced)
@@ -634,5 +638,7 @@ _VALIDATORS = MappingProxyType(
         "Queue": _validate_queue,
         "Job": _validate_job,
         "HyperNode": validate_hypernode,
+        "PodDisruptionBudget": validate_pdb,
+        "ResourceQuota": validate_resource_quota,
     }
 )

@@ -1,4 +1,9 @@
-"""What ``vcsched simulate`` prints: the contract's JSON/YAML document, or tables for a person."""
+"""What ``vcsched simulate`` prints: the contract's JSON/YAML document, or tables for a person.
+
+Beyond the contract's keys: ``jobs``, ``nodeLocks``, ``events`` (the sessions' Pod and PodGroup
+events, a repeat counted), ``podDisruptionBudgets`` (each PDB's status, as given or as the
+disruption controller computes it) and ``resourceQuotas`` (each quota's ``hard`` and ``used``).
+"""
 
 from __future__ import annotations
 
@@ -74,9 +79,16 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
             "minAvailable": int(status.get("minAvailable") or 0),
             "pods": counts,
         }
+    pdbs = {key: dict(pdb.get("status") or {}) for key, pdb in sorted(cluster.pdbs.items())}
+    quotas = {key: {"hard": dict((q.get("status") or {}).get("hard") or {}),
+                    "used": dict((q.get("status") or {}).get("used") or {})}
+              for key, q in sorted(cluster.resource_quotas.items())}
     return {
         "cycles": cycles,
+        "events": [dict(e) for e in cluster.events],
         "jobs": jobs,
+        "podDisruptionBudgets": pdbs,
+        "resourceQuotas": quotas,
         "pods": pods,
         "evicted": list(cluster.evicted),
         "nodeLocks": [{"node": n, "key": k, "value": v} for n, k, v in cluster.node_locks],
@@ -122,6 +134,10 @@ def table(doc: dict[str, Any]) -> str:
     out += ["", f"Pending pods ({len(pending)}):"] + (_rows(["POD", "REASON"], pending) if pending else ["  none"])
     if doc["evicted"]:
         out += ["", "Evicted: " + ", ".join(doc["evicted"])]
+    if doc.get("events"):
+        out += ["", "Events:"] + [f"  {e['object']}: {e['type']} {e['reason']}"
+                                  + (f" (x{e['count']})" if e["count"] > 1 else "") + f": {e['message']}"
+                                  for e in doc["events"]]
     if doc.get("jobs"):
         js = [[k, j["phase"], j["retryCount"], "/".join(str(j["pods"][c]) for c in ("pending", "running",
                                                                                    "succeeded", "failed"))]
