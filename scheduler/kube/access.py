@@ -38,6 +38,10 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
            "PodGroup status: Volcano's CRD has no status subresource, so the object itself is patched"),
     Access("coordination.k8s.io", "leases", ("get", "create", "update"), "leader election between replicas"),
     Access("topology.volcano.sh", "hypernodes", ("get", "list", "watch"), "the network topology: HyperNodes"),
+    Access("policy", "poddisruptionbudgets", ("get", "list", "watch"),
+           "the pdb plugin: PodDisruptionBudgets keep their pods from preempt, reclaim and shuffle"),
+    Access("", "resourcequotas", ("get", "list", "watch"),
+           "the resourcequota plugin: namespace ResourceQuotas gate the enqueue of PodGroups"),
 )
 
 

@@ -60,6 +60,8 @@ PODGROUPS = Kind("scheduling.volcano.sh", "v1beta1", "podgroups", True)
 QUEUES = Kind("scheduling.volcano.sh", "v1beta1", "queues", False)
 LEASES = Kind("coordination.k8s.io", "v1", "leases", True)
 HYPERNODES = Kind("topology.volcano.sh", "v1alpha1", "hypernodes", False)
+PDBS = Kind("policy", "v1", "poddisruptionbudgets", True)
+RESOURCE_QUOTAS = Kind("", "v1", "resourcequotas", True)
 # the controllers' kinds
 JOBS = Kind("batch.volcano.sh", "v1alpha1", "jobs", True)
 COMMANDS = Kind("bus.volcano.sh", "v1alpha1", "commands", True)

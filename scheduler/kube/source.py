@@ -31,7 +31,20 @@ from ..api.task_info import parse_timestamp
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
 from ..metrics import Metrics
-from .api import HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, ApiError, KubeClient, Kind, warn_unless_denied
+from .api import (
+    HYPERNODES,
+    NODES,
+    PDBS,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    RESOURCE_QUOTAS,
+    ApiError,
+    KubeClient,
+    Kind,
+    warn_unless_denied,
+)
 
 log = structlog.get_logger("vcsched.kube.source")
 
@@ -413,6 +426,8 @@ class CacheFeeder:
             QUEUES: _Fn(c.update_queue, lambda o: c.delete_queue(o["metadata"]["name"])),
             PRIORITY_CLASSES: _Fn(c.add_priority_class, lambda o: c.delete_priority_class(o["metadata"]["name"])),
             HYPERNODES: _Fn(c.update_hypernode, lambda o: c.delete_hypernode(o["metadata"]["name"])),
+            PDBS: _Fn(c.update_pdb, lambda o: c.delete_pdb(object_key(o))),
+            RESOURCE_QUOTAS: _Fn(c.update_resource_quota, lambda o: c.delete_resource_quota(object_key(o))),
         }
 
 

@@ -46,7 +46,8 @@ NAMESPACED_KINDS = ("/api/v1/namespaces/{ns}/pods", "/apis/scheduling.volcano.sh
                     "/apis/bus.volcano.sh/v1alpha1/namespaces/{ns}/commands",
                     "/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/services",
                     "/api/v1/namespaces/{ns}/secrets", "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
-                    "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", "/api/v1/namespaces/{ns}/events")
+                    "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", "/api/v1/namespaces/{ns}/events",
+                    "/api/v1/namespaces/{ns}/resourcequotas", "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
 
 
 def chart_cluster_role() -> dict[str, Any]:
