@@ -90,14 +90,28 @@ def parse_now(text: str | None) -> float:
     raise BadInput(f"--now: must be an RFC 3339 date-time such as 2026-01-01T01:00:00Z, got {text!r}")
 
 
+def live_cluster(kubeconfig: str) -> str:
+    """The live cluster's objects as YAML (imported here: the API client is not needed otherwise)."""
+    from .sim.live import LiveClusterError, read_cluster
+
+    try:
+        return read_cluster(kubeconfig)
+    except LiveClusterError as e:
+        raise BadInput(str(e)) from None
+
+
 def simulate(args: argparse.Namespace) -> int:
     names = tuple(args.scheduler_name or ["volcano"])
     try:
         # simulated time starts at --now; the input was made an hour before, a second per object
         start = parse_now(args.now)
         created = start - INPUT_AGE
-        manifests = load_manifests(args.filename, stdin=sys.stdin,
-                                   created=datetime.fromtimestamp(created, timezone.utc))
+        if not args.filename and not args.kubeconfig:
+            raise BadInput("-f: give manifests (-f FILE, or - for stdin), or --kubeconfig for a live cluster")
+        # a live cluster's state comes first, as one more input, read only (sim/live.py)
+        preloaded = [(f"cluster ({args.kubeconfig})", live_cluster(args.kubeconfig))] if args.kubeconfig else []
+        manifests = load_manifests(args.filename or [], stdin=sys.stdin,
+                                   created=datetime.fromtimestamp(created, timezone.utc), preloaded=preloaded)
         cluster = SimCluster.from_manifests(manifests, names, created)
         conf = load_conf(args.conf, cluster)
     except (ManifestError, BadInput) as e:
@@ -140,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="schedule manifests on an embedded in-memory cluster")
-    sim.add_argument("-f", "--filename", action="append", required=True, help="manifest file, or - for stdin")
+    sim.add_argument("-f", "--filename", action="append", help="manifest file, or - for stdin")
+    sim.add_argument("--kubeconfig", help="start from this live cluster's state (read only), the -f manifests added")
     sim.add_argument("--conf", help="a volcano-scheduler.conf file")
     sim.add_argument("--cycles", type=int, help="run exactly N scheduling cycles")
     sim.add_argument("-o", "--output", choices=("table", "json", "yaml"))

@@ -48,7 +48,7 @@ import copy
 import re
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from types import MappingProxyType
@@ -154,13 +154,15 @@ class Manifest:
 
 
 def load_manifests(paths: list[str], stdin: TextIO | None = None,
-                   created: datetime = BASE_CREATION_TIME) -> list[Manifest]:
+                   created: datetime = BASE_CREATION_TIME,
+                   preloaded: Sequence[tuple[str, str]] = ()) -> list[Manifest]:
     """Read, check and default every object of ``paths`` (``-`` is stdin), in input order; an object
-    without ``creationTimestamp`` was created at ``created`` plus one second per object before it."""
+    without ``creationTimestamp`` was created at ``created`` plus one second per object before it.
+    ``preloaded``: (label, YAML text) read first, as files are (a live cluster's objects)."""
     manifests: list[Manifest] = []
     seen: dict[tuple[str, str], str] = {}
-    for path in paths:
-        label, text = _read(path, stdin)
+    texts = [*preloaded, *((_read(path, stdin)) for path in paths)]
+    for label, text in texts:
         for source, doc in _documents(label, text):
             manifest = _build(source, doc, len(manifests), created)
             ident = (manifest.kind, manifest.key)

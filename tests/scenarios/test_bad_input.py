@@ -403,3 +403,11 @@ def test_aliases_within_reason_are_fine(simulate):
                          .replace("spec:\n", "spec:\n  schedulerName: volcano\n"))
     assert code == 0, out
     assert out["pods"]["default/p"]["node"] == "n1"
+
+
+def test_simulate_without_manifests_or_a_cluster_exits_2(capsys):
+    from vcsched.cli import main
+
+    assert main(["simulate"]) == 2
+    err = capsys.readouterr().err
+    assert err == "vcsched simulate: -f: give manifests (-f FILE, or - for stdin), or --kubeconfig for a live cluster\n"
