@@ -300,21 +300,23 @@ class ProportionPlugin(Plugin):
             attr = st.queue_attrs.get(job.queue)
             return attr if attr is not None else f"[proportion] queue {job.queue} not found"
 
-        def simulate_add_task(state: CycleState, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+        def simulate_change(state: CycleState, task: TaskInfo, adding: bool) -> str | None:
+            """The dry run puts ``task`` back (adding) or takes it off: its queue's copy follows."""
             attr = simulated_attr(state, task)
             if isinstance(attr, str):
                 return attr
-            attr.allocated.add(task.resreq)
+            if adding:
+                attr.allocated.add(task.resreq)
+            else:
+                attr.allocated.sub(task.resreq)
             _update_share(attr)
             return None
 
+        def simulate_add_task(state: CycleState, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
+            return simulate_change(state, task, True)
+
         def simulate_remove_task(state: CycleState, preemptor: TaskInfo, task: TaskInfo, node) -> str | None:
-            attr = simulated_attr(state, task)
-            if isinstance(attr, str):
-                return attr
-            attr.allocated.sub(task.resreq)
-            _update_share(attr)
-            return None
+            return simulate_change(state, task, False)
 
         ssn.add(Point.QUEUE_ORDER, self.name, queue_order)
         ssn.add(Point.RECLAIMABLE, self.name, reclaimable)
