@@ -218,6 +218,56 @@ def test_waiting_time_annotation_that_does_not_parse_is_bad_input(simulate, kind
     assert f"{kind} default/j" in err and f"metadata.annotations[{key}]" in err
 
 
+def _lift_input_check(monkeypatch):
+    """simulate refuses a bad waiting time at input (above); a PodGroup on a live cluster meets no such
+    check.  With it lifted, ``vcsched simulate`` runs what ``vcsched run`` runs on that PodGroup."""
+    from vcsched.sim import manifests
+
+    monkeypatch.setattr(manifests, "_check_waiting_time", lambda meta, check: None)
+
+
+def warnings(out: dict) -> list[dict]:
+    return [e for e in out["events"] if e["reason"] == "InvalidSlaWaitingTime"]
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), [
+    (WAIT, "soon", 'time: invalid duration "soon"'),
+    ("volcano.sh/sla-waiting-time", "0s", "invalid sla waiting time"),
+    ("volcano.sh/sla-waiting-time", "5 minutes", 'time: unknown unit " minutes" in duration "5 minutes"'),
+])
+def test_waiting_time_annotation_that_does_not_parse_is_a_warning_event_once(simulate, monkeypatch, key, value,
+                                                                            problem):
+    """What Kubernetes mode does with it: a Warning event on the PodGroup naming the annotation and the value,
+    recorded once in five sessions (a repeat would count), and the job scheduled as if the annotation were
+    absent: here by the plugin's argument, which admits it; the other jobs are scheduled as usual."""
+    _lift_input_check(monkeypatch)
+    cluster = node("n1", "4") + job("bad", {key: value}, min_cpu="8") + job("good", {WAIT: "2h"}, min_cpu="8")
+    cluster += job("plain")
+    code, out = simulate(cluster, "--now", NOW, "--cycles", "5", conf=conf("enqueue, allocate", option(
+        "sla", "enableJobEnqueued", "enableJobOrder", arguments=f"{WAIT}: 1m"), option("overcommit", "enableJobEnqueued")))
+    assert code == 0, out
+    assert warnings(out) == [{
+        "object": "PodGroup default/bad", "type": "Warning", "reason": "InvalidSlaWaitingTime", "count": 1,
+        "message": f"metadata.annotations[{key}]: must be a duration above zero such as 1h2m3s, got \"{value}\" "
+                   f"({problem}); the sla plugin ignores it"}]
+    # ignored: the plugin's 1m applies, and bad has waited an hour; good waits its own 2h
+    assert out["pods"]["default/bad-0"]["node"] == "n1"
+    assert out["pods"]["default/good-0"]["node"] is None
+    assert out["pods"]["default/plain-0"]["node"] == "n1"
+
+
+def test_a_bad_annotation_beside_a_good_one_is_reported_and_the_good_one_used(simulate, monkeypatch):
+    """``volcano.sh/sla-waiting-time`` does not parse, ``sla-waiting-time`` does: the event names the bad one
+    only, and the job waits the good one's time (2h: not admitted yet)."""
+    _lift_input_check(monkeypatch)
+    cluster = node("n1", "4") + job("j", {"volcano.sh/sla-waiting-time": "soon", WAIT: "2h"}, min_cpu="8")
+    code, out = simulate(cluster, "--now", NOW, "--cycles", "3", conf=ADMIT)
+    assert code == 0, out
+    assert [(e["object"], e["count"]) for e in warnings(out)] == [("PodGroup default/j", 1)]
+    assert "metadata.annotations[volcano.sh/sla-waiting-time]" in warnings(out)[0]["message"]
+    assert out["podgroups"]["default/j"]["phase"] == "Pending"
+
+
 # -- JobPipelinedFn: what a job that has waited keeps ----------------------------------------------
 
 def reservation_cluster(wait: str) -> str:
