@@ -15,6 +15,7 @@ from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, par
 from .plugins.deviceshare import device_builder
 from .scheduler import Scheduler
 from .sim.cluster import SimCluster
+from .sim.diagnosis import diagnoses
 from .sim.fields import RFC3339
 from .sim.jobs import SimJobs
 from .sim.manifests import ManifestError, load_manifests
@@ -143,8 +144,10 @@ def simulate(args: argparse.Namespace) -> int:
         if args.cycles is None and not changed:
             break
     fmt = args.output or ("table" if sys.stdout.isatty() else "json")
-    stats = scheduler.last_session.stats.queues if cycles else None
-    sys.stdout.write(render(result(cluster, cache, cycles, stats), fmt) + ("" if fmt == "table" else "\n"))
+    last = scheduler.last_session if cycles else None
+    stats = last.stats.queues if last is not None else None
+    doc = result(cluster, cache, cycles, stats, diagnoses(last, cache))
+    sys.stdout.write(render(doc, fmt) + ("" if fmt == "table" else "\n"))
     return 0
 
 

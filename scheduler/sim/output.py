@@ -16,11 +16,14 @@ import yaml
 from ..cache import Cache
 from ..framework.stats import QueueStats
 from .cluster import SimCluster
+from .diagnosis import summary
 
 
 def result(cluster: SimCluster, cache: Cache, cycles: int,
-           queue_stats: Mapping[str, QueueStats] | None = None) -> dict[str, Any]:
-    """The contract's document; ``queue_stats``: the queue plugin's view at the end of the last session."""
+           queue_stats: Mapping[str, QueueStats] | None = None,
+           diagnosis: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The contract's document; ``queue_stats``: the queue plugin's view at the end of the last session;
+    ``diagnosis``: why pending pods wait, with numbers (sim/diagnosis.py), by ``namespace/name``."""
     pods = {}
     for key, pod in cluster.pods.items():
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -38,6 +41,8 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
             "annotations": dict((pod.get("metadata") or {}).get("annotations") or {}),
             "reason": reason,
         }
+        if node is None and diagnosis and key in diagnosis:
+            pods[key]["diagnosis"] = diagnosis[key]
     podgroups = {}
     for key, pg in cluster.podgroups.items():
         status = pg.get("status") or {}
@@ -129,9 +134,16 @@ def _rows(header: list[str], rows: list[list[str]]) -> list[str]:
 def table(doc: dict[str, Any]) -> str:
     out = [f"vcsched simulate: {doc['cycles']} cycle(s)", ""]
     placed = [[k, p["node"], p["phase"]] for k, p in sorted(doc["pods"].items()) if p["node"]]
-    pending = [[k, p["reason"] or ""] for k, p in sorted(doc["pods"].items()) if not p["node"]]
+    pending = []
+    for k, p in sorted(doc["pods"].items()):
+        if p["node"]:
+            continue
+        pending.append([k, p["reason"] or ""])
+        # the numbers behind the reason, one cause a line, under it
+        pending += [["", "  " + line] for line in summary(p.get("diagnosis") or {})]
     out += [f"Placed pods ({len(placed)}):"] + (_rows(["POD", "NODE", "PHASE"], placed) if placed else ["  none"])
-    out += ["", f"Pending pods ({len(pending)}):"] + (_rows(["POD", "REASON"], pending) if pending else ["  none"])
+    n_pending = sum(1 for row in pending if row[0])
+    out += ["", f"Pending pods ({n_pending}):"] + (_rows(["POD", "REASON"], pending) if pending else ["  none"])
     if doc["evicted"]:
         out += ["", "Evicted: " + ", ".join(doc["evicted"])]
     if doc.get("events"):

@@ -1,0 +1,90 @@
+"""Why a pod is pending, with numbers: the last session's per-node verdicts, and for each resource a
+node was short of, what the pod asks and what the node has free now.
+
+Volcano's ``reason`` text stays as it is (tools parse it); the diagnosis sits beside it:
+
+    "diagnosis": {
+      "nodes": {"n1": [{"reason": "Insufficient cpu",
+                        "short": [{"resource": "cpu", "asked": "4", "free": "1500m"},
+                                  {"resource": "memory", "asked": "8Gi", "free": "2Gi"}]}]},
+      "causes": [{"reason": "Insufficient cpu", "nodes": 2, "resource": "cpu", "asked": "4",
+                  "mostFree": "1500m", "on": "n1"}]
+    }
+
+``nodes``: every node that refused the pod, with each reason; a resource shortfall lists every
+dimension the node is short of with its numbers (Volcano's reason names the first only).  ``causes``: the reasons counted over the nodes, a shortfall with the most any node has free
+and where.  Other reason families (devices, gangs, queue quotas) keep their text for now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api.quantity import format_bytes, format_milli
+from ..api.resource import MEMORY, PODS, Resource
+from ..cache import Cache
+from ..framework.session import Session
+
+INSUFFICIENT = "Insufficient "
+
+
+def _amount(name: str, value: float) -> str:
+    if name == MEMORY:
+        return format_bytes(value)
+    if name == PODS:
+        return str(int(round(value)))
+    return format_milli(value)  # cpu and scalars are kept in milli-units
+
+
+def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
+    """``namespace/name`` → diagnosis, for the pending pods the last session found a node reason for."""
+    if ssn is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for job in ssn.jobs.values():
+        for uid, fe in job.nodes_fit_errors.items():
+            task = job.tasks.get(uid)
+            if task is None or not fe.statuses:
+                continue
+            out[f"{task.namespace}/{task.name}"] = _diagnose(task.init_resreq, fe.statuses, fe.task_name, cache)
+    return out
+
+
+def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache) -> dict[str, Any]:
+    nodes: dict[str, list[dict[str, str]]] = {}
+    causes: dict[str, dict[str, Any]] = {}
+    for node_name in sorted(statuses):
+        node = cache.nodes.get(node_name)
+        free = node.future_idle() if node is not None else None
+        entries = []
+        for status in statuses[node_name]:
+            reason = status.text(task_name)
+            entry: dict[str, str] = {"reason": reason}
+            cause = causes.setdefault(reason, {"reason": reason, "nodes": 0})
+            cause["nodes"] += 1
+            if reason.startswith(INSUFFICIENT) and free is not None:
+                # Volcano names the first short dimension; the numbers show every one
+                entry["short"] = [{"resource": r, "asked": _amount(r, asked.get(r)), "free": _amount(r, max(free.get(r), 0.0))}
+                                  for r in asked.resource_names() if r != PODS and asked.get(r) > free.get(r)]
+                name = reason[len(INSUFFICIENT):]
+                have = max(free.get(name), 0.0)
+                if "best" not in cause or have > cause["best"]:
+                    cause.update(resource=name, asked=_amount(name, asked.get(name)), mostFree=_amount(name, have),
+                                 on=node_name, best=have)
+            entries.append(entry)
+        nodes[node_name] = entries
+    for cause in causes.values():
+        cause.pop("best", None)
+    ordered = sorted(causes.values(), key=lambda c: (-c["nodes"], c["reason"]))
+    return {"nodes": nodes, "causes": ordered}
+
+
+def summary(diagnosis: dict[str, Any]) -> list[str]:
+    """One line per cause for a person: ``2 nodes: Insufficient cpu (4 asked, at most 1500m free on n1)``."""
+    lines = []
+    for c in diagnosis.get("causes") or ():
+        what = f"{c['nodes']} node{'s' if c['nodes'] != 1 else ''}: {c['reason']}"
+        if "asked" in c:
+            what += f" ({c['asked']} asked, at most {c['mostFree']} free on {c['on']})"
+        lines.append(what)
+    return lines

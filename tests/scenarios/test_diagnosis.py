@@ -1,0 +1,42 @@
+"""Why a pod is pending, with numbers (issue 21): the diagnosis beside Volcano's unchanged reason."""
+
+from vcsched.cli import main
+
+from .conftest import node, pod
+
+TAINT = "spec:\n  taints: [{key: gpu, value: 'true', effect: NoSchedule}]"
+
+
+def cluster() -> str:
+    # n1: room, but tainted; n2: untainted, 2 CPU and 1Gi free once `used` runs there; the pod asks 3 CPU, 2Gi
+    return (node("n1", cpu="8", memory="8Gi", extra=TAINT) + node("n2", cpu="4", memory="3Gi")
+            + pod("used", cpu="2", memory="2Gi", node_name="n2", phase="Running")
+            + pod("big", cpu="3", memory="2Gi"))
+
+
+def test_each_refusing_node_and_each_shortfall_with_its_numbers(simulate):
+    code, out = simulate(cluster())
+    assert code == 0
+    big = out["pods"]["default/big"]
+    # Volcano's reason, unchanged, names the first resource n2 is short of
+    assert big["reason"] == "0/2 nodes are unavailable: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: true}."
+    d = big["diagnosis"]
+    assert d["nodes"]["n1"] == [{"reason": "node(s) had untolerated taint {gpu: true}"}]
+    # the numbers show every dimension n2 is short of
+    assert d["nodes"]["n2"] == [{"reason": "Insufficient cpu", "short": [
+        {"resource": "cpu", "asked": "3", "free": "2"}, {"resource": "memory", "asked": "2Gi", "free": "1Gi"}]}]
+    assert d["causes"] == [
+        {"reason": "Insufficient cpu", "nodes": 1, "resource": "cpu", "asked": "3", "mostFree": "2", "on": "n2"},
+        {"reason": "node(s) had untolerated taint {gpu: true}", "nodes": 1},
+    ]
+    assert "diagnosis" not in out["pods"]["default/used"]  # placed pods have none
+
+
+def test_the_table_puts_the_numbers_under_the_reason(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text(cluster(), encoding="utf-8")
+    assert main(["simulate", "-f", str(path), "-o", "table", "--now", "2026-01-01T01:00:00Z"]) == 0
+    text = capsys.readouterr().out
+    assert "Pending pods (1):" in text
+    assert "1 node: Insufficient cpu (3 asked, at most 2 free on n2)" in text
+    assert "1 node: node(s) had untolerated taint {gpu: true}" in text
