@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -15,7 +16,7 @@ from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, par
 from .plugins.deviceshare import device_builder
 from .scheduler import Scheduler
 from .sim.cluster import SimCluster
-from .sim.diagnosis import diagnoses
+from .sim.diagnosis import diagnoses, summary
 from .sim.fields import RFC3339
 from .sim.jobs import SimJobs
 from .sim.manifests import ManifestError, load_manifests
@@ -91,7 +92,7 @@ def parse_now(text: str | None) -> float:
     raise BadInput(f"--now: must be an RFC 3339 date-time such as 2026-01-01T01:00:00Z, got {text!r}")
 
 
-def live_cluster(kubeconfig: str) -> str:
+def live_cluster(kubeconfig: str | None) -> str:
     """The live cluster's objects as YAML (imported here: the API client is not needed otherwise)."""
     from .sim.live import LiveClusterError, read_cluster
 
@@ -101,23 +102,28 @@ def live_cluster(kubeconfig: str) -> str:
         raise BadInput(str(e)) from None
 
 
-def simulate(args: argparse.Namespace) -> int:
+def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[str]] | int:
+    """The input read, scheduled cycle after cycle: the contract's document and the pods the input had
+    on a node already; or the exit code of bad input."""
     names = tuple(args.scheduler_name or ["volcano"])
+    kubeconfig = getattr(args, "kubeconfig", None)
+    live = command == "explain" or kubeconfig is not None
     try:
         # simulated time starts at --now; the input was made an hour before, a second per object
         start = parse_now(args.now)
         created = start - INPUT_AGE
-        if not args.filename and not args.kubeconfig:
+        if not args.filename and not live:
             raise BadInput("-f: give manifests (-f FILE, or - for stdin), or --kubeconfig for a live cluster")
         # a live cluster's state comes first, as one more input, read only (sim/live.py)
-        preloaded = [(f"cluster ({args.kubeconfig})", live_cluster(args.kubeconfig))] if args.kubeconfig else []
+        preloaded = [(f"cluster ({kubeconfig or 'default kubeconfig'})", live_cluster(kubeconfig))] if live else []
         manifests = load_manifests(args.filename or [], stdin=sys.stdin,
                                    created=datetime.fromtimestamp(created, timezone.utc), preloaded=preloaded)
         cluster = SimCluster.from_manifests(manifests, names, created)
         conf = load_conf(args.conf, cluster)
     except (ManifestError, BadInput) as e:
-        print(f"vcsched simulate: {e}", file=sys.stderr)
+        print(f"vcsched {command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    bound = {key for key, p in cluster.pods.items() if (p.get("spec") or {}).get("nodeName")}
     cache = Cache(names, devices=device_builder(conf, cluster.config_maps))
     cluster.feed(cache)
     scheduler = Scheduler(cache, conf)
@@ -143,11 +149,43 @@ def simulate(args: argparse.Namespace) -> int:
         changed |= cluster.sync_policies(cache, clock)
         if args.cycles is None and not changed:
             break
-    fmt = args.output or ("table" if sys.stdout.isatty() else "json")
     last = scheduler.last_session if cycles else None
     stats = last.stats.queues if last is not None else None
-    doc = result(cluster, cache, cycles, stats, diagnoses(last, cache))
+    return result(cluster, cache, cycles, stats, diagnoses(last, cache)), bound
+
+
+def simulate(args: argparse.Namespace) -> int:
+    done = run_simulation(args, "simulate")
+    if isinstance(done, int):
+        return done
+    doc, _ = done
+    fmt = args.output or ("table" if sys.stdout.isatty() else "json")
     sys.stdout.write(render(doc, fmt) + ("" if fmt == "table" else "\n"))
+    return 0
+
+
+def explain(args: argparse.Namespace) -> int:
+    """``vcsched explain NS/POD``: one dry session over the live cluster (read only), then why the pod
+    waits, with numbers, or where it would go."""
+    args.cycles = 1
+    key = args.pod if "/" in args.pod else f"default/{args.pod}"
+    done = run_simulation(args, "explain")
+    if isinstance(done, int):
+        return done
+    doc, bound = done
+    pod = doc["pods"].get(key)
+    if pod is None:
+        print(f"vcsched explain: no pod {key} in the cluster or the manifests", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.output == "json":
+        sys.stdout.write(json.dumps({key: pod}, sort_keys=True, indent=2) + "\n")
+        return 0
+    if pod["node"]:
+        lines = [f"{key}: {'on' if key in bound else 'would be placed on'} {pod['node']}"]
+    else:
+        lines = [f"{key}: pending", f"  {pod['reason'] or 'not looked at by the session'}"]
+        lines += [f"    {line}" for line in summary(pod.get("diagnosis") or {})]
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -166,6 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--now", metavar="RFC3339",
                      help="when the simulated clock starts (tdm windows, sla waiting times); default: the real time")
     sim.set_defaults(run=simulate)
+
+    exp = sub.add_parser("explain", help="why a pod of a live cluster waits, with numbers (read only)")
+    exp.add_argument("pod", metavar="NAMESPACE/POD")
+    exp.add_argument("--kubeconfig", help="the cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+    exp.add_argument("-f", "--filename", action="append", help="more manifests on top of the cluster's state")
+    exp.add_argument("--conf", help="a volcano-scheduler.conf file (default: the cluster's ConfigMap)")
+    exp.add_argument("--scheduler-name", action="append", help="schedulerName to serve (default volcano)")
+    exp.add_argument("--now", metavar="RFC3339", help="the session's clock (default: the real time)")
+    exp.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    exp.set_defaults(run=explain)
 
     from .bench import add_parser as add_bench
 

@@ -49,16 +49,17 @@ class LiveClusterError(Exception):
     """The cluster could not be read: one line saying what failed."""
 
 
-def read_cluster(kubeconfig: str) -> str:
+def read_cluster(kubeconfig: str | None) -> str:
     """The cluster's objects as one multi-document YAML text, in the order simulate reads kinds."""
     return asyncio.run(_read(kubeconfig))
 
 
-async def _read(kubeconfig: str) -> str:
+async def _read(kubeconfig: str | None) -> str:
+    where = f"--kubeconfig {kubeconfig}" if kubeconfig else "the default kubeconfig"
     try:
         client = KubeClient(await load_configuration(kubeconfig), user_agent="vcsched-simulate")
     except Exception as e:  # the kubernetes client raises many types for a bad kubeconfig
-        raise LiveClusterError(f"--kubeconfig {kubeconfig}: {e}") from None
+        raise LiveClusterError(f"{where}: {e}") from None
     docs: list[dict[str, Any]] = []
     try:
         for kind, api_version, name, field_selector, optional in LIVE_KINDS:
@@ -67,7 +68,7 @@ async def _read(kubeconfig: str) -> str:
             except ApiError as e:
                 if optional and e.status == 404:
                     continue
-                raise LiveClusterError(f"--kubeconfig {kubeconfig}: listing {kind.plural} failed: {e}") from None
+                raise LiveClusterError(f"{where}: listing {kind.plural} failed: {e}") from None
             for obj in items:
                 obj = {"apiVersion": api_version, "kind": name, **obj}
                 (obj.get("metadata") or {}).pop("managedFields", None)
