@@ -23,6 +23,7 @@ from typing import Any
 from ..api.quantity import format_bytes, format_milli
 from ..api.resource import MEMORY, PODS, Resource
 from ..cache import Cache
+from ..framework.effects import Event
 from ..framework.session import Session
 
 INSUFFICIENT = "Insufficient "
@@ -37,17 +38,57 @@ def _amount(name: str, value: float) -> str:
 
 
 def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
-    """``namespace/name`` → diagnosis, for the pending pods the last session found a node reason for."""
+    """``namespace/name`` → diagnosis, for the pending pods of the last session: the node reasons it
+    found, or, for a pod no node was tried for, its group's admission (phase, what the queue holds)."""
     if ssn is None:
         return {}
     out: dict[str, dict[str, Any]] = {}
+    refusals = _admission_refusals(ssn)
     for job in ssn.jobs.values():
         for uid, fe in job.nodes_fit_errors.items():
             task = job.tasks.get(uid)
             if task is None or not fe.statuses:
                 continue
             out[f"{task.namespace}/{task.name}"] = _diagnose(task.init_resreq, fe.statuses, fe.task_name, cache)
+        pg = job.podgroup
+        if pg is None:
+            continue
+        queue = _queue_view(ssn, job.queue, pg)
+        for task in job.tasks.values():
+            key = f"{task.namespace}/{task.name}"
+            if key in out or task.node_name:
+                continue
+            d: dict[str, Any] = {"group": {"name": f"{pg.namespace}/{pg.name}", "phase": pg.phase,
+                                           "minMember": pg.min_member}, "queue": queue}
+            said = refusals.get((pg.namespace, pg.name))
+            if said:
+                d["admission"] = said
+            out[key] = d
     return out
+
+
+def _admission_refusals(ssn: Session) -> dict[tuple[str, str], list[str]]:
+    """What the plugins said when they kept a PodGroup out this session (their Unschedulable events
+    other than the gang's own summary), by PodGroup."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for e in ssn.effects:
+        if isinstance(e, Event) and e.kind == "PodGroup" and e.reason == "Unschedulable" \
+                and "tasks in gang unschedulable" not in e.message:
+            said = out.setdefault((e.namespace, e.name), [])
+            if e.message not in said:
+                said.append(e.message)
+    return out
+
+
+def _queue_view(ssn: Session, name: str, pg: Any) -> dict[str, Any]:
+    """The queue's numbers as its plugin saw them at the end of the session, and what the group asks."""
+    view: dict[str, Any] = {"name": name}
+    stats = ssn.stats.queues.get(name)
+    if stats is not None:
+        view.update(allocated=stats.allocated.to_list(), deserved=stats.deserved.to_list())
+    if pg.min_resources is not None:
+        view["groupAsks"] = pg.min_resources.to_list()
+    return view
 
 
 def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache) -> dict[str, Any]:
@@ -80,11 +121,27 @@ def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache) -> 
 
 
 def summary(diagnosis: dict[str, Any]) -> list[str]:
-    """One line per cause for a person: ``2 nodes: Insufficient cpu (4 asked, at most 1500m free on n1)``."""
+    """One line per cause for a person: ``2 nodes: Insufficient cpu (4 asked, at most 1500m free on n1)``;
+    for a group not admitted, its phase and its queue's numbers, and what the plugins said."""
     lines = []
+    group, queue = diagnosis.get("group"), diagnosis.get("queue")
+    if group is not None:
+        lines.append(f"group {group['name']}: {group['phase']}, minMember {group['minMember']}")
+    if queue is not None and "deserved" in queue:
+        line = (f"queue {queue['name']}: allocated {_resources(queue['allocated'])}, "
+                f"deserved {_resources(queue['deserved'])}")
+        if "groupAsks" in queue:
+            line += f"; the group asks {_resources(queue['groupAsks'])}"
+        lines.append(line)
+    lines += diagnosis.get("admission") or []
     for c in diagnosis.get("causes") or ():
         what = f"{c['nodes']} node{'s' if c['nodes'] != 1 else ''}: {c['reason']}"
         if "asked" in c:
             what += f" ({c['asked']} asked, at most {c['mostFree']} free on {c['on']})"
         lines.append(what)
     return lines
+
+
+def _resources(r: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in r.items()) or "nothing"
+

@@ -40,3 +40,22 @@ def test_the_table_puts_the_numbers_under_the_reason(tmp_path, capsys):
     assert "Pending pods (1):" in text
     assert "1 node: Insufficient cpu (3 asked, at most 2 free on n2)" in text
     assert "1 node: node(s) had untolerated taint {gpu: true}" in text
+
+
+def test_a_group_kept_out_by_its_queue_says_which_queue_and_by_how_much(simulate):
+    queue = """
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: small}
+spec: {capability: {cpu: "2"}}
+"""
+    code, out = simulate(node("n0") + queue + pod("big", cpu="3", queue="small"))
+    assert code == 0
+    big = out["pods"]["default/big"]
+    assert big["reason"] == "pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable"
+    d = big["diagnosis"]
+    assert d["group"]["phase"] == "Pending" and d["group"]["minMember"] == 1
+    assert d["queue"]["name"] == "small"
+    assert d["queue"]["deserved"]["cpu"] == "2" and d["queue"]["groupAsks"]["cpu"] == "3"
+    assert d["admission"] == ["queue resource quota insufficient: insufficient cpu"]
