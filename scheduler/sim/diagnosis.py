@@ -49,7 +49,8 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
             task = job.tasks.get(uid)
             if task is None or not fe.statuses:
                 continue
-            out[f"{task.namespace}/{task.name}"] = _diagnose(task.init_resreq, fe.statuses, fe.task_name, cache)
+            out[f"{task.namespace}/{task.name}"] = _diagnose(task.init_resreq, fe.statuses, fe.task_name, cache,
+                                                             _extended_limits(task.pod))
         pg = job.podgroup
         if pg is None:
             continue
@@ -91,8 +92,9 @@ def _queue_view(ssn: Session, name: str, pg: Any) -> dict[str, Any]:
     return view
 
 
-def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache) -> dict[str, Any]:
-    nodes: dict[str, list[dict[str, str]]] = {}
+def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache,
+              pod_asks: dict[str, str]) -> dict[str, Any]:
+    nodes: dict[str, list[dict[str, Any]]] = {}
     causes: dict[str, dict[str, Any]] = {}
     for node_name in sorted(statuses):
         node = cache.nodes.get(node_name)
@@ -113,6 +115,9 @@ def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache) -> 
                     cause.update(resource=name, asked=_amount(name, asked.get(name)), mostFree=_amount(name, have),
                                  on=node_name, best=have)
             entries.append(entry)
+        cards = _cards(node, pod_asks) if node is not None and node.devices and pod_asks else None
+        if cards and any(not e["reason"].startswith(INSUFFICIENT) for e in entries):
+            entries.append({"reason": "devices", "asks": pod_asks, "cards": cards})
         nodes[node_name] = entries
     for cause in causes.values():
         cause.pop("best", None)
@@ -134,6 +139,15 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
             line += f"; the group asks {_resources(queue['groupAsks'])}"
         lines.append(line)
     lines += diagnosis.get("admission") or []
+    shown = 0
+    for node, entries in (diagnosis.get("nodes") or {}).items():
+        for e in entries:
+            if e.get("reason") == "devices" and shown < 3:
+                shown += 1
+                cards = "; ".join(f"{c['id']} ({c['type']}): {c['memoryFree']} MiB free of {c['memoryTotal']}, "
+                                  f"cores {c['coresUsed']}% used, {c['slotsFree']} slots free" for c in e["cards"])
+                asks = ", ".join(f"{k} {v}" for k, v in e["asks"].items())
+                lines.append(f"{node}: {cards}; the pod asks {asks}")
     for c in diagnosis.get("causes") or ():
         what = f"{c['nodes']} node{'s' if c['nodes'] != 1 else ''}: {c['reason']}"
         if "asked" in c:
@@ -144,4 +158,35 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
 
 def _resources(r: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in r.items()) or "nothing"
+
+
+def _extended_limits(pod: dict) -> dict[str, str]:
+    """What the pod's containers ask of extended resources (the device plugins' names), summed as written."""
+    out: dict[str, str] = {}
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for name, value in (((c.get("resources") or {}).get("limits")) or {}).items():
+            if "/" in name:
+                out[name] = str(value) if name not in out else f"{out[name]}+{value}"
+    return out
+
+
+def _cards(node: Any, asks: dict[str, str]) -> list[dict[str, Any]]:
+    """Each device of the node's kinds, with what is free on it, as the device ledger holds them."""
+    cards = []
+    for kind, d in node.devices.items():
+        for u in session_view(node, d).describe():
+            cards.append({"kind": kind, "id": u.id, "type": u.type, "health": u.health,
+                          "memoryFree": u.memory_total - u.memory_used, "memoryTotal": u.memory_total,
+                          "coresUsed": u.cores_used, "slotsFree": u.slots_total - u.slots_used})
+    return cards
+
+
+def session_view(info: Any, d: Any) -> Any:
+    """The devices as a session sees them: kinds that build their model at session open (the 310P kind
+    merges MindCluster's device-info ConfigMaps there) are shown from an opened copy."""
+    if not d.family.session_init:
+        return d
+    view = d.clone()
+    view.open_session(info)
+    return view
 

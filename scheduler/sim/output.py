@@ -16,7 +16,7 @@ import yaml
 from ..cache import Cache
 from ..framework.stats import QueueStats
 from .cluster import SimCluster
-from .diagnosis import summary
+from .diagnosis import session_view, summary
 
 
 def result(cluster: SimCluster, cache: Cache, cycles: int,
@@ -64,7 +64,7 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
                 {"kind": kind, "id": u.id, "type": u.type, "health": u.health,
                  "memory_used": u.memory_used, "memory_total": u.memory_total, "cores_used": u.cores_used,
                  "slots_used": u.slots_used, "slots_total": u.slots_total, "pods": u.pods}
-                for kind, d in info.devices.items() for u in _session_view(info, d).describe()
+                for kind, d in info.devices.items() for u in session_view(info, d).describe()
             ],
         }
     jobs = {}
@@ -174,16 +174,6 @@ def table(doc: dict[str, Any]) -> str:
         out += ["", "Devices (used/total):"] + _rows(
             ["NODE", "KIND", "DEVICE", "TYPE", "MEMORY MiB", "CORES %", "SLOTS", "PODS"], gpus)
     return "\n".join(out) + "\n"
-
-
-def _session_view(info, d):  # type: ignore[no-untyped-def]
-    """The devices as a session sees them: kinds that build their model at session open (the 310P kind
-    merges MindCluster's device-info ConfigMaps there) are shown from an opened copy."""
-    if not d.family.session_init:
-        return d
-    view = d.clone()
-    view.open_session(info)
-    return view
 
 
 def _res(r: Mapping[str, str]) -> str:

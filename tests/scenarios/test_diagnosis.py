@@ -59,3 +59,23 @@ spec: {capability: {cpu: "2"}}
     assert d["queue"]["name"] == "small"
     assert d["queue"]["deserved"]["cpu"] == "2" and d["queue"]["groupAsks"]["cpu"] == "3"
     assert d["admission"] == ["queue resource quota insufficient: insufficient cpu"]
+
+
+def test_a_vgpu_pod_that_fits_no_card_shows_each_card_s_free_memory(simulate):
+    from .test_deviceshare import A100, conf, gpu_node, mem, vgpu_pod
+
+    # two cards, 30000 of 40960 MiB used on each: 21920 free in all, 10960 on any one card
+    manifests = (gpu_node("n1", [("GPU-a", 10, 40960, A100), ("GPU-b", 10, 40960, A100)])
+                 + vgpu_pod("used-a", mem(30000, 1), node_name="n1",
+                            annotations={"volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,30000,0:"})
+                 + vgpu_pod("used-b", mem(30000, 1), node_name="n1",
+                            annotations={"volcano.sh/vgpu-ids-new": "GPU-b,NVIDIA,30000,0:"})
+                 + vgpu_pod("big", mem(20000, 1)))
+    code, out = simulate(manifests, conf=conf())
+    assert code == 0, out
+    big = out["pods"]["default/big"]
+    assert big["reason"].startswith("0/1 nodes are unavailable: 1 hami-vgpuDeviceSharing error")
+    (devices,) = [e for e in big["diagnosis"]["nodes"]["n1"] if e["reason"] == "devices"]
+    assert devices["asks"]["volcano.sh/vgpu-memory"] == "20000"
+    assert [(c["id"], c["memoryFree"], c["memoryTotal"]) for c in devices["cards"]] == [
+        ("GPU-a", 10960, 40960), ("GPU-b", 10960, 40960)]
