@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timezone
 
 import structlog
+from tqdm import tqdm
 
 from .cache import Cache
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
@@ -135,9 +136,12 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
     jobs = SimJobs(cluster, cache)
     jobs.settle(clock, clock)
     cluster.sync_policies(cache, clock)
+    # on a terminal, the cycles as they run (tqdm stays silent when stderr is piped)
+    progress = tqdm(total=limit, unit="cycle", disable=None, leave=False)
     while cycles < limit:
         effects = scheduler.run_once(now=clock, uid=f"session-{cycles + 1}")
         cycles += 1
+        progress.update(1)
         changed = cluster.apply(effects, cache)
         cycle_time, clock = clock, clock + SCHEDULE_PERIOD
         changed |= jobs.settle(clock, cycle_time)
@@ -149,6 +153,7 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
         changed |= cluster.sync_policies(cache, clock)
         if args.cycles is None and not changed:
             break
+    progress.close()
     last = scheduler.last_session if cycles else None
     stats = last.stats.queues if last is not None else None
     return result(cluster, cache, cycles, stats, diagnoses(last, cache)), bound

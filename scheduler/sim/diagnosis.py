@@ -22,6 +22,7 @@ from typing import Any
 
 from ..api.quantity import format_bytes, format_milli
 from ..api.resource import MEMORY, PODS, Resource
+from ..api.types import TaskStatus
 from ..cache import Cache
 from ..framework.effects import Event
 from ..framework.session import Session
@@ -55,6 +56,7 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
         if pg is None:
             continue
         queue = _queue_view(ssn, job.queue, pg)
+        gang = _gang_view(job)
         for task in job.tasks.values():
             key = f"{task.namespace}/{task.name}"
             if key in out or task.node_name:
@@ -64,6 +66,8 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
             said = refusals.get((pg.namespace, pg.name))
             if said:
                 d["admission"] = said
+            if gang is not None:
+                d["gang"] = gang
             out[key] = d
     return out
 
@@ -79,6 +83,21 @@ def _admission_refusals(ssn: Session) -> dict[tuple[str, str], list[str]]:
             if e.message not in said:
                 said.append(e.message)
     return out
+
+
+def _gang_view(job: Any) -> dict[str, Any] | None:
+    """For a gang the session placed in part and gave back: how many members fit, and where (the
+    placements of its discarded statement), beside the minMember it needs."""
+    placed: dict[str, str] = {}
+    for t in job.tasks.values():
+        ctx = t.last_transaction
+        if ctx is not None and ctx.status in (TaskStatus.Allocated, TaskStatus.Pipelined) and ctx.node_name:
+            placed[f"{t.namespace}/{t.name}"] = ctx.node_name
+    if not placed:
+        return None
+    ready = job.ready_task_num()
+    return {"fit": len(placed), "alreadyRunning": ready, "needed": job.min_available,
+            "placements": dict(sorted(placed.items()))}
 
 
 def _queue_view(ssn: Session, name: str, pg: Any) -> dict[str, Any]:
@@ -108,7 +127,7 @@ def _diagnose(asked: Resource, statuses: dict, task_name: str, cache: Cache,
             if reason.startswith(INSUFFICIENT) and free is not None:
                 # Volcano names the first short dimension; the numbers show every one
                 entry["short"] = [{"resource": r, "asked": _amount(r, asked.get(r)), "free": _amount(r, max(free.get(r), 0.0))}
-                                  for r in asked.resource_names() if r != PODS and asked.get(r) > free.get(r)]
+                                  for r in asked.resource_names() if asked.get(r) > free.get(r)]
                 name = reason[len(INSUFFICIENT):]
                 have = max(free.get(name), 0.0)
                 if "best" not in cause or have > cause["best"]:
@@ -139,6 +158,11 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
             line += f"; the group asks {_resources(queue['groupAsks'])}"
         lines.append(line)
     lines += diagnosis.get("admission") or []
+    gang = diagnosis.get("gang")
+    if gang is not None:
+        where = ", ".join(f"{pod.split('/', 1)[1]} on {node}" for pod, node in gang["placements"].items())
+        lines.append(f"gang: {gang['fit']} more fit ({where}), {gang['alreadyRunning']} already placed, "
+                     f"{gang['needed']} needed together")
     shown = 0
     for node, entries in (diagnosis.get("nodes") or {}).items():
         for e in entries:

@@ -79,3 +79,35 @@ def test_a_vgpu_pod_that_fits_no_card_shows_each_card_s_free_memory(simulate):
     assert devices["asks"]["volcano.sh/vgpu-memory"] == "20000"
     assert [(c["id"], c["memoryFree"], c["memoryTotal"]) for c in devices["cards"]] == [
         ("GPU-a", 10960, 40960), ("GPU-b", 10960, 40960)]
+
+
+def test_a_gang_that_does_not_fit_as_a_whole_says_how_many_members_fit_and_where(simulate):
+    from .conftest import podgroup
+
+    # 10 CPU in all; three 3-CPU workers need minMember 3: two fit (n1, n2), the third fits nowhere
+    manifests = node("n1") + node("n2") + node("n3", cpu="2") + podgroup("pg", 3) + "".join(
+        pod(f"w-{i}", cpu="3", group="pg") for i in range(3))
+    code, out = simulate(manifests)
+    assert code == 0
+    w0 = out["pods"]["default/w-0"]
+    assert w0["reason"] == "Pod default/w-0 can possibly be assigned to n1, once minAvailable is satisfied"
+    gang = w0["diagnosis"]["gang"]
+    assert gang == {"fit": 2, "alreadyRunning": 0, "needed": 3,
+                    "placements": {"default/w-0": "n1", "default/w-1": "n2"}}
+    # w-2 has node reasons, with numbers
+    assert out["pods"]["default/w-2"]["diagnosis"]["causes"][0]["reason"] == "Insufficient cpu"
+
+
+def test_every_family_of_node_reason_is_counted_per_node(simulate):
+    """Affinity and the pod count: each refusing node named with its reason."""
+    selector = "  nodeSelector: {disk: ssd}"
+    port = "  hostNetwork: false"
+    manifests = (node("n1", pods=1) + pod("sitting", node_name="n1", phase="Running")  # n1 holds its one pod
+                 + node("n2", extra="  labels: {kubernetes.io/hostname: n2, disk: hdd}".replace("  labels", "  annotations: {}\n  labels"))
+                 + pod("picky", spec_extra=selector + "\n" + port))
+    code, out = simulate(manifests)
+    assert code == 0
+    d = out["pods"]["default/picky"]["diagnosis"]
+    assert d["nodes"]["n2"] == [{"reason": "node(s) didn't match Pod's node affinity/selector"}]
+    # n1's one pod slot is taken: the resource check refuses it first, with the numbers
+    assert d["nodes"]["n1"] == [{"reason": "Insufficient pods", "short": [{"resource": "pods", "asked": "1", "free": "0"}]}]
