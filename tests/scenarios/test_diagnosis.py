@@ -111,3 +111,28 @@ def test_every_family_of_node_reason_is_counted_per_node(simulate):
     assert d["nodes"]["n2"] == [{"reason": "node(s) didn't match Pod's node affinity/selector"}]
     # n1's one pod slot is taken: the resource check refuses it first, with the numbers
     assert d["nodes"]["n1"] == [{"reason": "Insufficient pods", "short": [{"resource": "pods", "asked": "1", "free": "0"}]}]
+
+
+def test_a_gpushare_pod_shows_each_healthy_card_s_free_memory(simulate):
+    from .test_deviceshare import conf, gpushare_node, vgpu_pod
+
+    sharing = conf(**{"deviceshare.VGPUEnable": False, "deviceshare.GPUSharingEnable": True})
+    cluster = (gpushare_node("n1", 30000, 3, unhealthy="0")
+               + vgpu_pod("a", {"volcano.sh/gpu-memory": 6000}) + vgpu_pod("b", {"volcano.sh/gpu-memory": 6000})
+               + vgpu_pod("c", {"volcano.sh/gpu-memory": 9000}))
+    code, out = simulate(cluster, conf=sharing)
+    assert code == 0
+    (devices,) = [e for e in out["pods"]["default/c"]["diagnosis"]["nodes"]["n1"] if e["reason"] == "devices"]
+    assert devices["asks"] == {"volcano.sh/gpu-memory": "9000"}
+    # three 10,000 MiB cards: card 0 unhealthy (the ledger leaves it out), cards 1 and 2 each holding a 6,000 MiB pod
+    assert [(c["memoryFree"], c["memoryTotal"]) for c in devices["cards"]] == [(4000, 10000), (4000, 10000)]
+
+
+def test_a_host_port_taken_on_every_node_is_each_node_s_reason(simulate):
+    ports = "  containers:\n  - name: main\n    image: busybox\n    ports: [{containerPort: 80, hostPort: 8080}]"
+    manifests = (node("n1") + pod("web-0", node_name="n1", phase="Running").replace("  containers:\n  - name: main\n    image: busybox", ports, 1)
+                 + pod("web-1").replace("  containers:\n  - name: main\n    image: busybox", ports, 1))
+    code, out = simulate(manifests)
+    assert code == 0
+    d = out["pods"]["default/web-1"]["diagnosis"]
+    assert d["nodes"]["n1"] == [{"reason": "node(s) didn't have free ports for the requested pod ports"}]
