@@ -136,3 +136,17 @@ def test_a_host_port_taken_on_every_node_is_each_node_s_reason(simulate):
     assert code == 0
     d = out["pods"]["default/web-1"]["diagnosis"]
     assert d["nodes"]["n1"] == [{"reason": "node(s) didn't have free ports for the requested pod ports"}]
+
+
+def test_an_ascend_vnpu_pod_shows_the_card_s_free_memory(simulate):
+    from .test_deviceshare_ascend import DEVICE_CONFIG, ask, conf, npu_node, npu_pod, p310
+
+    running = npu_pod("old", ask("Ascend310P", 1, memory=12288), node_name="npu-1", annotations={
+        "hami.io/Ascend310P-devices-allocated": "310P-dev-0,Ascend310P,12288,0:;", "hami.io/bind-phase": "success"})
+    cluster = (DEVICE_CONFIG + npu_node("npu-1", "Ascend310P", [p310(0)]) + running
+               + npu_pod("too-big", ask("Ascend310P", 1, memory=12000)))
+    code, out = simulate(cluster, conf=conf())
+    assert code == 0
+    (devices,) = [e for e in out["pods"]["default/too-big"]["diagnosis"]["nodes"]["npu-1"] if e["reason"] == "devices"]
+    (card,) = devices["cards"]
+    assert card["id"] == "310P-dev-0" and card["memoryFree"] == card["memoryTotal"] - 12288
