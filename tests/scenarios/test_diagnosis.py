@@ -150,3 +150,31 @@ def test_an_ascend_vnpu_pod_shows_the_card_s_free_memory(simulate):
     (devices,) = [e for e in out["pods"]["default/too-big"]["diagnosis"]["nodes"]["npu-1"] if e["reason"] == "devices"]
     (card,) = devices["cards"]
     assert card["id"] == "310P-dev-0" and card["memoryFree"] == card["memoryTotal"] - 12288
+
+
+def test_a_group_kept_out_by_a_namespace_quota_says_which_quota_and_by_how_much(simulate):
+    from .test_resourcequota import conf as rq_conf
+    from .test_resourcequota import pg, rq
+
+    # the group asks 3 CPU; the namespace's quota allows 2
+    manifests = (node("n0") + rq("team", {"cpu": "2"}) + pg("big", {"cpu": "3"}, queue_name="default", min_member=1)
+                 + pod("big-0", cpu="3", group="big"))
+    code, out = simulate(manifests, conf=rq_conf())
+    assert code == 0
+    d = out["pods"]["default/big-0"]["diagnosis"]
+    assert d["group"]["phase"] == "Pending"
+    (said,) = d["admission"]
+    assert said.startswith("resource quota insufficient, requested: map[cpu:")
+    assert "limited: map[cpu:{{2 0} {<nil>} 2 DecimalSI}]" in said
+
+
+def test_a_mindcluster_310p_node_shows_its_chips(simulate):
+    from .test_deviceshare_310p import REAL, conf, npu_node, npu_pod
+
+    other = npu_pod("o", 4, annotations={"huawei.com/npu-core": "0-vir04_3c", REAL: "Ascend310P-x-0_1"}, node_name="n1")
+    code, out = simulate(npu_node("n1") + other + npu_pod("late", 1), conf=conf())
+    assert code == 0
+    assert out["pods"]["default/late"]["reason"] == "0/1 nodes are unavailable: 1 late is using n1, and not rewrite."
+    (devices,) = [e for e in out["pods"]["default/late"]["diagnosis"]["nodes"]["n1"] if e["reason"] == "devices"]
+    assert devices["asks"] == {"huawei.com/npu-core": "1"}
+    assert len(devices["cards"]) == 4 and all(c["kind"] == "ascend310p-vNPU" for c in devices["cards"])
