@@ -12,8 +12,15 @@ Volcano's ``reason`` text stays as it is (tools parse it); the diagnosis sits be
     }
 
 ``nodes``: every node that refused the pod, with each reason; a resource shortfall lists every
-dimension the node is short of with its numbers (Volcano's reason names the first only).  ``causes``: the reasons counted over the nodes, a shortfall with the most any node has free
-and where.  Other reason families (devices, gangs, queue quotas) keep their text for now.
+dimension the node is short of with its numbers (Volcano's reason names the first only), and a node
+refused for its devices lists its cards (free memory, cores used, free slots) beside what the pod
+asks of extended resources.  ``causes``: the reasons counted over the nodes, a shortfall with the
+most any node has free and where.
+
+A pod no node was tried for (its group not admitted, or skipped for its queue's share) gets
+``group`` (phase, minMember), ``queue`` (what the queue plugin saw allocated and deserved, and what
+the group asks) and ``admission`` (what the plugins said when they kept the group out).  A gang
+placed in part and given back says how many members fit and where (``gang``).
 """
 
 from __future__ import annotations
