@@ -87,8 +87,11 @@ async def test_a_bound_bare_pod_gets_its_group_annotation_with_its_binding(kube:
     annotation Volcano's controller PATCHes goes out inside the Binding instead (one write less)."""
     await kube.node("n0")
     vcsched.start()
-    # pods that come while the default queue is not open yet are passed by, and PATCHed
+    # pods that come before the scheduler runs sessions (its caches not synced, or the default queue
+    # not open yet) are passed by, and PATCHed: a marker pod bound first shows sessions are running
     await kube.eventually(lambda: _open(kube, "default"), "the default queue open")
+    await kube.create(bare_pod("marker"))
+    await kube.eventually(lambda: _bound(kube, "default", "marker"), "the marker bound")
     before = _pod_patches(kube)
     pods = [await kube.create(bare_pod(f"p{i}")) for i in range(3)]
     for p in pods:
