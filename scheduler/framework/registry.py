@@ -9,6 +9,7 @@ def plugin_classes() -> dict[str, type[Plugin]]:
     from ..plugins import (
         binpack,
         capacity,
+        cdp,
         conformance,
         drf,
         gang,
@@ -29,6 +30,7 @@ def plugin_classes() -> dict[str, type[Plugin]]:
     classes: list[type[Plugin]] = [
         binpack.BinpackPlugin,
         capacity.CapacityPlugin,
+        cdp.CdpPlugin,
         conformance.ConformancePlugin,
         DeviceSharePlugin,
         drf.DrfPlugin,
