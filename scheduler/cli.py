@@ -142,7 +142,7 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
         effects = scheduler.run_once(now=clock, uid=f"session-{cycles + 1}")
         cycles += 1
         progress.update(1)
-        changed = cluster.apply(effects, cache)
+        changed = cluster.apply(effects, cache, now=clock)
         cycle_time, clock = clock, clock + SCHEDULE_PERIOD
         changed |= jobs.settle(clock, cycle_time)
         due = jobs.next_timer()

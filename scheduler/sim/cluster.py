@@ -218,8 +218,9 @@ class SimCluster:
 
     # -- the sink side ----------------------------------------------------------------------
 
-    def apply(self, effects: list[Effect], cache: Cache) -> bool:
-        """Carry out a session's effects; True if anything in the cluster changed."""
+    def apply(self, effects: list[Effect], cache: Cache, now: float | None = None) -> bool:
+        """Carry out a session's effects; True if anything in the cluster changed.  ``now``: the
+        session's clock, stamped on a bound pod's ``PodScheduled`` condition as the API server would."""
         changed = False
         for e in effects:
             if isinstance(e, Bind):
@@ -233,7 +234,10 @@ class SimCluster:
                 status = pod.setdefault("status", {})
                 status["phase"] = "Running"
                 status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-                status["conditions"].append({"type": "PodScheduled", "status": "True"})
+                scheduled = {"type": "PodScheduled", "status": "True"}
+                if now is not None:
+                    scheduled["lastTransitionTime"] = rfc3339(now)
+                status["conditions"].append(scheduled)
                 cache.update_pod(pod)
                 changed = True
             elif isinstance(e, NodeLock):

@@ -310,3 +310,27 @@ def test_in_a_lower_tier_its_permit_passes_what_the_upper_tier_refused(simulate)
     code, out = simulate(manifests, "--cycles", "1", conf=RECLAIM_CONF)
     assert code == 0
     assert out["evicted"] == ["default/low-1"]
+
+
+def test_a_pod_simulate_binds_carries_the_time_it_was_scheduled(tmp_path):
+    """The simulated API server stamps the bind's PodScheduled condition with the cycle's clock, as a real
+    one does, so cdp's cooldown runs from it for pods bound during a run."""
+    from vcsched.cache import Cache
+    from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+    from vcsched.scheduler import Scheduler
+    from vcsched.sim.cluster import SimCluster
+    from vcsched.sim.manifests import load_manifests
+
+    from .conftest import node, pod
+
+    path = tmp_path / "in.yaml"
+    path.write_text(node("n1") + pod("p"))
+    cluster = SimCluster.from_manifests(load_manifests([str(path)]))
+    cache = Cache()
+    cluster.feed(cache)
+    scheduler = Scheduler(cache, parse_conf(DEFAULT_SCHEDULER_CONF))
+    now = 1767229200.0  # 2026-01-01T01:00:00Z
+    for cycle in range(2):
+        cluster.apply(scheduler.run_once(now=now + cycle, uid=f"s{cycle}"), cache, now=now + cycle)
+    (scheduled,) = [c for c in cluster.pods["default/p"]["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert scheduled == {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T01:00:00Z"}
