@@ -394,6 +394,15 @@ def add_parser(sub: Any) -> None:
                    help="with --apiserver: which schedulers to run (repeatable; default both)")
     p.add_argument("--timeout", type=float, default=1800.0, help="with --apiserver: give up on a run after SECONDS")
     p.add_argument("--log-dir", help="with --apiserver: keep the schedulers' logs here")
+    p.add_argument("--latency", action="store_true",
+                   help="with --apiserver: create → bound latency at a steady arrival rate (--rate, --duration), "
+                        "p50/p90/p99/max beside kube-scheduler's; --gang-backlog N adds a gang placed meanwhile")
+    p.add_argument("--rate", type=float, default=50.0, help="with --latency: pods created per second (default 50)")
+    p.add_argument("--duration", type=float, default=20.0, help="with --latency: seconds of arrivals (default 20)")
+    p.add_argument("--gang-backlog", type=int, default=0, metavar="N",
+                   help="with --latency: a PodGroup of N members (minMember N) created as the arrivals start")
+    p.add_argument("--vcsched-arg", action="append", metavar="ARG",
+                   help="with --apiserver --latency: an extra `vcsched run` argument (repeatable)")
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--node-cpu", default="32")
     p.add_argument("--node-memory", default="128Gi")

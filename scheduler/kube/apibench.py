@@ -8,6 +8,13 @@ its defaults: ``vcsched run --kubeconfig K``, controllers included, or ``kube-sc
 times every bind.  Reported per scheduler: wall time from the process start to the last bind, time
 to the first bind, vcsched's time from its "caches synced" log line to its first bind, pods bound
 per second after the first bind, and the scheduler's peak RSS.
+
+``--latency``: how long one pod waits.  Fresh control plane, ``--nodes`` Ready nodes, the scheduler
+started and warmed up (one pod bound), then pods created at a steady ``--rate`` for ``--duration``
+seconds, each create sent on its own schedule; a pod's latency runs from just before its create call
+to the moment the bench's watch sees it bound (one clock, the bench's).  p50/p90/p99/max (nearest
+rank) for each scheduler and their ratio.  ``--gang-backlog N`` adds the mixed run: a PodGroup of N
+members (minMember N; plain pods for kube-scheduler, which has no gangs) created as the arrivals start.
 """
 
 from __future__ import annotations
@@ -235,6 +242,12 @@ def run_apiserver_bench(args: Any) -> int:
     nodes, pods = args.nodes, args.pods
     log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="vcsched-apibench-"))
     log_dir.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "latency", False):
+        try:
+            return run_latency_bench(args, assets, which, log_dir)
+        except ControlPlaneError as e:
+            print(f"vcsched bench --apiserver --latency: {e}", file=sys.stderr)
+            return 1
     try:
         runs = [asyncio.run(measure(w, nodes, pods, assets, args.timeout, log_dir)) for w in which]
     except ControlPlaneError as e:
@@ -252,6 +265,176 @@ def run_apiserver_bench(args: Any) -> int:
         if args.log_dir or not all(r.bound == r.pods for r in runs):
             print(f"logs in {log_dir}")
     complete = all(r.bound == r.pods for r in runs)
+    if complete and not args.log_dir:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return 0 if complete else 1
+
+
+# -- latency: create → bound, at a steady arrival rate -------------------------------------------------
+
+GANG = "gang"
+WARMUP_TIMEOUT = 120.0
+
+
+@dataclass(slots=True)
+class Latency:
+    """One scheduler's create → bound latencies (milliseconds) in one shape."""
+
+    scheduler: str
+    shape: str
+    created: int
+    bound: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    gang_bound: int | None = None  # the mixed run: gang pods bound by the end
+    gang_first_bind_s: float | None = None  # from the gang's first create
+    gang_last_bind_s: float | None = None
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (nan when empty)."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, min(len(sorted_values), -(-len(sorted_values) * q // 100)))
+    return sorted_values[int(rank) - 1]
+
+
+def gang_podgroup(size: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": GANG, "namespace": NAMESPACE},
+            "spec": {"minMember": size, "queue": "default"}}
+
+
+def gang_pod(name: str, scheduler_name: str) -> dict[str, Any]:
+    """A member of the gang: for vcsched, in PodGroup ``gang``; for kube-scheduler, a plain pod (it has no gangs)."""
+    p = pod(name, scheduler_name)
+    if scheduler_name == "volcano":
+        p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": GANG}
+    return p
+
+
+async def _arrive(client: KubeClient, rate: float, duration: float, scheduler_name: str,
+                  created: dict[str, float]) -> None:
+    """``rate`` pods per second for ``duration`` seconds, each create sent at its own time on the
+    schedule (not after the previous one answered); ``created[name]`` is the monotonic time just
+    before its create is sent."""
+    count = int(rate * duration)
+    start = time.monotonic() + 0.05
+    inflight: set[asyncio.Task[Any]] = set()
+
+    async def create(name: str) -> None:
+        created[name] = time.monotonic()
+        await client.request("POST", PODS.path(NAMESPACE), body=pod(name, scheduler_name))
+
+    for i in range(count):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        t = asyncio.create_task(create(f"single-{i:06d}"))
+        inflight.add(t)
+        t.add_done_callback(inflight.discard)
+    await asyncio.gather(*inflight)
+
+
+async def _gang_backlog(client: KubeClient, size: int, scheduler_name: str, created: dict[str, float]) -> None:
+    if scheduler_name == "volcano":
+        await client.request("POST", f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{NAMESPACE}/podgroups",
+                             body=gang_podgroup(size))
+
+    async def make(i: int) -> None:
+        name = f"gang-{i:06d}"
+        created[name] = time.monotonic()
+        await client.request("POST", PODS.path(NAMESPACE), body=gang_pod(name, scheduler_name))
+
+    await _bounded(size, make)
+
+
+async def measure_latency(which: str, nodes: int, rate: float, duration: float, gang: int, assets: Path,
+                          timeout: float, log_dir: Path, extra: list[str]) -> Latency:
+    """A fresh control plane, ``nodes`` Ready nodes, the scheduler started and warmed up (one pod bound),
+    then pods at ``rate`` per second for ``duration`` seconds (and, with ``gang``, a backlog of that many
+    gang members created at the same time); every pod's create → bound as the bench's watch sees it."""
+    name = "volcano" if which == "vcsched" else "default-scheduler"
+    shape = f"{rate:g}/s x {duration:g}s, {nodes} nodes" + (f", gang {gang}" if gang else "")
+    with ControlPlane(assets, workdir=Path(tempfile.mkdtemp(prefix=f"vcsched-lat-{which}-"))) as cp:
+        assert cp.admin.kubeconfig is not None
+        client = KubeClient(await load_configuration(str(cp.admin.kubeconfig)), user_agent="vcsched-bench")
+        proc = None
+        try:
+            await populate(client, nodes, 0, name)
+            _, rv = await client.list(PODS.path(NAMESPACE), {"limit": 1}, first_page_only=True)
+            watch = BindWatch(client)
+            watcher = asyncio.create_task(watch.run(rv))
+            log_path = log_dir / f"{which}-latency.log"
+            argv = scheduler_argv(which, cp.admin.kubeconfig, assets) + (extra if which == "vcsched" else [])
+            with open(log_path, "wb") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            # warm up: the scheduler has listed, opened its queue and bound one pod
+            await client.request("POST", PODS.path(NAMESPACE), body=pod("warmup", name))
+            deadline = time.monotonic() + WARMUP_TIMEOUT
+            while "warmup" not in watch.bound and time.monotonic() < deadline and proc.poll() is None:
+                await asyncio.sleep(0.05)
+            if "warmup" not in watch.bound:
+                raise ControlPlaneError(f"{which} bound no warm-up pod in {WARMUP_TIMEOUT:g} s (log: {log_path})")
+            await asyncio.sleep(1.0)
+            created: dict[str, float] = {}
+            gang_created: dict[str, float] = {}
+            work = [_arrive(client, rate, duration, name, created)]
+            if gang:
+                work.append(_gang_backlog(client, gang, name, gang_created))
+            await asyncio.gather(*work)
+            deadline = time.monotonic() + timeout
+            want = set(created) | set(gang_created)
+            while not want <= watch.bound.keys() and time.monotonic() < deadline and proc.poll() is None:
+                await asyncio.sleep(0.1)
+            watcher.cancel()
+            lat = sorted((watch.bound[n] - t) * 1000 for n, t in created.items() if n in watch.bound)
+            out = Latency(scheduler=which, shape=shape, created=len(created), bound=len(lat),
+                          p50_ms=round(_pct(lat, 50), 1), p90_ms=round(_pct(lat, 90), 1),
+                          p99_ms=round(_pct(lat, 99), 1), max_ms=round(lat[-1], 1) if lat else float("nan"))
+            if gang:
+                times = sorted(watch.bound[n] for n in gang_created if n in watch.bound)
+                first_create = min(gang_created.values())
+                out.gang_bound = len(times)
+                out.gang_first_bind_s = round(times[0] - first_create, 2) if times else None
+                out.gang_last_bind_s = round(times[-1] - first_create, 2) if times else None
+            return out
+        finally:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            await client.close()
+
+
+def run_latency_bench(args: Any, assets: Path, which: list[str], log_dir: Path) -> int:
+    extra = args.vcsched_arg or []
+    runs = [asyncio.run(measure_latency(w, args.nodes, args.rate, args.duration, args.gang_backlog, assets,
+                                        args.timeout, log_dir, extra)) for w in which]
+    if args.output == "json":
+        print(json.dumps([asdict(r) for r in runs], sort_keys=True))
+    else:
+        cols = [c for c in asdict(runs[0]) if not c.startswith("gang") or args.gang_backlog]
+        width = {c: max(len(c), *(len(str(getattr(r, c))) for r in runs)) for c in cols}
+        print("  ".join(f"{c:>{width[c]}}" if i else f"{c:<{width[c]}}" for i, c in enumerate(cols)))
+        for r in runs:
+            row = asdict(r)
+            print("  ".join(f"{str(row[c]):>{width[c]}}" if i else f"{str(row[c]):<{width[c]}}"
+                            for i, c in enumerate(cols)))
+        if len(runs) == 2:
+            a, b = runs
+            ratios = "  ".join(f"{q} {getattr(a, q) / getattr(b, q):.2f}" for q in ("p50_ms", "p90_ms", "p99_ms", "max_ms")
+                               if getattr(b, q))
+            print(f"ratio {a.scheduler}/{b.scheduler}: {ratios}")
+    complete = all(r.bound == r.created and (r.gang_bound is None or r.gang_bound == args.gang_backlog)
+                   for r in runs)
+    if args.log_dir or not complete:
+        print(f"logs in {log_dir}")
     if complete and not args.log_dir:
         shutil.rmtree(log_dir, ignore_errors=True)
     return 0 if complete else 1
