@@ -17,6 +17,7 @@ from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
 from .api.job_info import JobInfo, PodGroup
 from .api.namespace_info import NamespaceInfo, quota_status_from
 from .api.node_info import NodeInfo, NodeSpec
+from .api.node_usage import NodeUsage
 from .api.pdb import PodDisruptionBudget, pdb_from
 from .api.pod_spec import Taint
 from .api.queue_info import QueueAffinity, QueueInfo
@@ -137,6 +138,8 @@ class Cache:
         # (Volcano's NamespaceCollection): what the pdb and resourcequota plugins read
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.namespaces: dict[str, NamespaceInfo] = {}
+        # each node's measured load, as the metrics source last reported it (usage, rescheduling)
+        self.node_usage: dict[str, NodeUsage] = {}
 
     # -- event plumbing ------------------------------------------------------------------
 
@@ -205,6 +208,7 @@ class Cache:
         if node is None:
             return
         self._hypernode_tree = None
+        self.node_usage.pop(name, None)
         if node.tasks:
             # keep the pods' accounting; the entry is not ready without a Node object
             placeholder = NodeInfo(name, None, NodeSpec(), Resource(), Resource())
@@ -335,6 +339,18 @@ class Cache:
                           hypernode=tree.error_at, error=tree.error)
         return tree
 
+    # -- node load from the metrics source ------------------------------------------------------
+
+    def set_node_usage(self, usages: Mapping[str, NodeUsage]) -> None:
+        """``setMetricsData``: the load the metrics source reported, for the nodes the cache knows
+        (another is logged and skipped, as Volcano does)."""
+        for name, usage in usages.items():
+            node = self.nodes.get(name)
+            if node is None or not node.ready:
+                log.error("the metrics source reported a node the cache does not know", node=name)
+                continue
+            self.node_usage[name] = usage
+
     # -- PodDisruptionBudgets and ResourceQuotas ------------------------------------------------
 
     def add_pdb(self, obj: Mapping[str, Any]) -> None:
@@ -419,6 +435,6 @@ class Cache:
         queues = {name: q.clone() for name, q in self.queues.items()}
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
-        return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces)
+        return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage))
 
 

@@ -20,6 +20,7 @@ from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
 from ..api.namespace_info import NamespaceInfo
 from ..api.node_info import NodeAccountingError, NodeInfo
+from ..api.node_usage import NodeUsage
 from ..api.pdb import PodDisruptionBudget
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
@@ -50,6 +51,9 @@ class Snapshot:
     # (Volcano's ssn.NamespaceInfo, read by resourcequota); shared, never changed by a session
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    # each node's measured load by node name (Volcano's NodeInfo.ResourceUsage), read by usage and
+    # rescheduling; a node missing here was never reported; shared, never changed by a session
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -129,6 +133,7 @@ class Session:
         self.hypernodes = snapshot.hypernodes
         self.pdbs = snapshot.pdbs
         self.namespace_info = snapshot.namespaces
+        self.node_usage = snapshot.node_usage
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
         # every node change is logged here, so work shared between identical tasks can be
