@@ -23,7 +23,9 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         resource_strategy_fit,
         resourcequota,
         sla,
+        task_topology,
         tdm,
+        usage,
     )
     from ..plugins.deviceshare import DeviceSharePlugin
 
@@ -45,17 +47,20 @@ def plugin_classes() -> dict[str, type[Plugin]]:
         resource_strategy_fit.ResourceStrategyFitPlugin,
         resourcequota.ResourceQuotaPlugin,
         sla.SlaPlugin,
+        task_topology.TaskTopologyPlugin,
         tdm.TdmPlugin,
+        usage.UsagePlugin,
     ]
     return {c.name: c for c in classes}
 
 
 def action_classes() -> dict[str, type[Action]]:
-    from ..actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
+    from ..actions import allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle
 
     classes: list[type[Action]] = [
         enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction,
         preempt.PreemptAction, reclaim.ReclaimAction, shuffle.ShuffleAction,
+        gangpreempt.GangPreemptAction, gangreclaim.GangReclaimAction,
     ]
     return {c.name: c for c in classes}
 
