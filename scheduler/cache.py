@@ -23,6 +23,7 @@ from .api.pod_spec import Taint
 from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
+from .api.sub_job import NetworkTopology, SubGroupPolicy
 from .api.types import COMPLETED_STATUS
 from .framework.session import Snapshot
 
@@ -89,6 +90,8 @@ def podgroup_from(obj: Mapping[str, Any], ignored: frozenset[str] = frozenset())
         failed=int(status.get("failed") or 0),
         min_resources_list=dict(min_res) if min_res is not None else None,
     )
+        network_topology=NetworkTopology.of(spec.get("networkTopology")),
+        sub_group_policy=tuple(SubGroupPolicy.of(p) for p in spec.get("subGroupPolicy") or ()),
 
 
 def queue_from(obj: Mapping[str, Any]) -> QueueInfo:

@@ -61,6 +61,7 @@ class FitErrors:
     statuses: dict[str, Sequence[Status]] = field(default_factory=dict)
     _error: str | None = None
     _names_task: bool = False  # a reason of the built message names the task
+    hypernode: str = ""  # the HyperNode the nodes were searched in (SetHyperNode), "" for the cluster
 
     def set_node_error(self, fe: FitError) -> None:
         self.namespace, self.task_name = fe.namespace, fe.task_name
@@ -80,6 +81,11 @@ class FitErrors:
         if self._error is not None and not self._names_task:
             other._error = self._error
         return other
+
+    def set_hypernode(self, name: str) -> None:
+        """``SetHyperNode``: the message says which HyperNode's nodes refused the task."""
+        self.hypernode = name
+        self._error = None
 
     def unresolvable_nodes(self) -> set[str]:
         return {
@@ -108,4 +114,5 @@ class FitErrors:
                     reason = s.reason
                 counts[reason] = counts.get(reason, 0) + 1
         histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
-        return f"{head}: {', '.join(histogram)}."
+        message = f"{head}: {', '.join(histogram)}."
+        return f"In hyperNode {self.hypernode}: {message}" if self.hypernode else message

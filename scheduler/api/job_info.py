@@ -12,6 +12,7 @@ import structlog
 from .duration import DurationError, parse_go_duration
 from .fit_errors import FitErrors
 from .resource import Resource
+from .sub_job import NetworkTopology, SubGroupPolicy, SubJobInfo, sub_job_gid, sub_job_uid
 from .task_info import TaskInfo, TransactionContext, parse_go_bool
 from .types import (
     ALLOCATED_STATUS,
@@ -52,6 +53,9 @@ class PodGroup:
     # spec.minResources as written (ResourceList names such as requests.cpu, quantities as text):
     # the resourcequota plugin compares it with ResourceQuotas, which Resource cannot hold
     min_resources_list: Mapping[str, Any] | None = None
+    # spec.networkTopology and spec.subGroupPolicy (network-topology-aware scheduling)
+    network_topology: NetworkTopology | None = None
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> str:
@@ -65,6 +69,7 @@ class PodGroup:
             self.min_task_member, self.queue, self.priority_class_name, self.min_resources,
             self.annotations, self.labels, self.phase, list(self.conditions),
             self.running, self.succeeded, self.failed, self.min_resources_list,
+            self.network_topology, self.sub_group_policy,
         )
 
     def status_tuple(self) -> tuple:
@@ -126,6 +131,7 @@ class JobInfo:
         "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
         "pending_best_effort", "ready", "waiting_time", "budget",
+        "network_topology", "allocated_hypernode", "_sub_jobs", "min_sub_jobs",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -153,6 +159,13 @@ class JobInfo:
         self.budget = DisruptionBudget()
         self.pending_best_effort = 0
         self.ready = 0  # tasks in READY_STATUS, kept as tasks move
+        # the session's copy of spec.networkTopology (session open translates and hardens it), the
+        # lowest HyperNode holding the job's placed tasks (AllocatedHyperNode), its SubJobs (built
+        # when first asked for) and minSubGroups per subgroup policy
+        self.network_topology: NetworkTopology | None = None
+        self.allocated_hypernode = ""
+        self._sub_jobs: dict[str, SubJobInfo] | None = None
+        self.min_sub_jobs: dict[str, int] = {}
         if podgroup is not None:
             self.set_podgroup(podgroup)
 
@@ -170,10 +183,14 @@ class JobInfo:
         self.preemptable = bool(parse_go_bool(raw)) if raw is not None else False
         self.waiting_time = _waiting_time(pg)
         self.budget = DisruptionBudget.of(pg.annotations)
+        self.network_topology = pg.network_topology.copy() if pg.network_topology is not None else None
+        self.min_sub_jobs = {sub_job_gid(self.uid, p.name): p.min_sub_groups or 0 for p in pg.sub_group_policy}
+        self._sub_jobs = None
 
     # -- tasks ---------------------------------------------------------------------
 
     def add_task(self, task: TaskInfo) -> None:
+        self._sub_jobs = None
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
         if task.best_effort and task.status == TaskStatus.Pending:
@@ -188,6 +205,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self._sub_jobs = None
         self.by_status.get(t.status, {}).pop(t.uid, None)
         if t.best_effort and t.status == TaskStatus.Pending:
             self.pending_best_effort -= 1
@@ -232,6 +250,10 @@ class JobInfo:
         j.preemptable = self.preemptable
         j.waiting_time = self.waiting_time
         j.budget = self.budget
+        if self.network_topology is not None:
+            j.network_topology = self.network_topology.copy()
+        j.allocated_hypernode = self.allocated_hypernode
+        j.min_sub_jobs = self.min_sub_jobs
         for t in self.tasks.values():
             j.add_task(t.clone())
         return j
@@ -278,6 +300,9 @@ class JobInfo:
     def scheduled_task_num(self) -> int:
         c = self.count
         return c(TaskStatus.Running) + c(TaskStatus.Bound) + c(TaskStatus.Failed) + c(TaskStatus.Succeeded)
+
+    def allocated_task_num(self) -> int:
+        return sum(len(b) for status, b in self.by_status.items() if status & ALLOCATED_STATUS)
 
     def releasing_scheduled_task_num(self) -> int:
         return sum(1 for t in self.by_status.get(TaskStatus.Releasing, {}).values() if t.node_name)
@@ -360,17 +385,24 @@ class JobInfo:
             return True
         return self._roles_meet_minimum(self._roles(READY_STATUS | TaskStatus.Pipelined, True))
 
-    def fit_failed_roles(self) -> set[str]:
-        return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+    def fit_failed_roles(self, sub_job: SubJobInfo | None = None) -> set[str]:
+        """Roles of the tasks (of ``sub_job`` when given) with fit errors (``FitFailedRoles``)."""
+        tasks = self.tasks if sub_job is None else sub_job.tasks
+        return {tasks[uid].role for uid in self.nodes_fit_errors if uid in tasks}
 
-    def task_has_fit_errors(self, task: TaskInfo) -> bool:
-        return bool(task.role) and task.role in self.fit_failed_roles()
+    def task_has_fit_errors(self, task: TaskInfo, sub_job: SubJobInfo | None = None) -> bool:
+        return bool(task.role) and task.role in self.fit_failed_roles(sub_job)
 
-    def need_continue_allocating(self) -> bool:
+    def need_continue_allocating(self, sub_job: SubJobInfo | None = None) -> bool:
         """``NeedContinueAllocating``: may allocation go on after a task of this job failed?"""
         if self.min_available == len(self.tasks):
             return False
-        failed = self.fit_failed_roles()
+        if sub_job is not None:
+            if sub_job.min_available >= len(sub_job.tasks):
+                return False
+            if self.contains_sub_job_policy:
+                return True
+        failed = self.fit_failed_roles(sub_job)
         if self.min_available < self.task_min_available_total:
             left = sum(1 for t in self.by_status.get(TaskStatus.Pending, {}).values() if t.role not in failed)
             return self.ready_task_num() + left >= self.min_available
@@ -380,3 +412,104 @@ class JobInfo:
             if n and allocated[role] < n:
                 return False
         return True
+
+    # -- SubJobs and network topology (job_info.go) -----------------------------------------------
+
+    @property
+    def contains_sub_job_policy(self) -> bool:
+        return self.podgroup is not None and bool(self.podgroup.sub_group_policy)
+
+    @property
+    def default_sub_job_uid(self) -> str:
+        return self.uid
+
+    @property
+    def sub_jobs(self) -> dict[str, SubJobInfo]:
+        """The job's SubJobs by UID, built from its tasks when first asked for (tasks added or removed
+        build them again; status changes need not: a SubJob counts its tasks' statuses when asked)."""
+        built = self._sub_jobs
+        if built is None:
+            built = self._sub_jobs = {}
+            for task in self.tasks.values():
+                self._sub_job_for(task, built).add(task)
+        return built
+
+    def _sub_job_for(self, task: TaskInfo, sub_jobs: dict[str, SubJobInfo]) -> SubJobInfo:
+        """``getOrCreateSubJob``: the first policy that takes the pod, else the default SubJob."""
+        pg = self.podgroup
+        if pg is not None:
+            labels = (task.pod.get("metadata") or {}).get("labels") or {}
+            for policy in pg.sub_group_policy:
+                values = policy.match_values(labels)
+                if values:  # [] (a policy without keys) takes no pod, as in Volcano
+                    uid = sub_job_uid(self.uid, policy.name, values)
+                    sj = sub_jobs.get(uid)
+                    if sj is None:
+                        size = policy.sub_group_size if policy.sub_group_size is not None else 1
+                        sj = sub_jobs[uid] = SubJobInfo(sub_job_gid(self.uid, policy.name), uid, self.uid, size,
+                                                        policy.network_topology, values)
+                    return sj
+        uid = self.default_sub_job_uid
+        sj = sub_jobs.get(uid)
+        if sj is None:
+            minimum = 1 if self.contains_sub_job_policy else self.min_available
+            sj = sub_jobs[uid] = SubJobInfo(uid, uid, self.uid, minimum, self.network_topology)
+        return sj
+
+    def sub_job_of(self, task: TaskInfo) -> SubJobInfo | None:
+        for sj in self.sub_jobs.values():
+            if task.uid in sj.tasks:
+                return sj
+        return None
+
+    def hard_tier(self) -> int | None:
+        return self.network_topology.hard_tier() if self.network_topology is not None else None
+
+    @property
+    def contains_hard_topology(self) -> bool:
+        if self.hard_tier() is not None:
+            return True
+        if self.network_topology is None and not self.contains_sub_job_policy:
+            return False  # the default SubJob's topology is the job's
+        return any(sj.hard_tier() is not None for sj in self.sub_jobs.values())
+
+    @property
+    def contains_network_topology(self) -> bool:
+        if self.network_topology is not None:
+            return True
+        if not self.contains_sub_job_policy:
+            return False
+        return any(sj.with_network_topology for sj in self.sub_jobs.values())
+
+    def min_resources(self) -> Resource:
+        """``GetMinResources``: the PodGroup's ``spec.minResources`` (empty when unset)."""
+        pg = self.podgroup
+        return pg.min_resources if pg is not None and pg.min_resources is not None else Resource()
+
+    def _sub_jobs_meeting(self, condition) -> bool:
+        """``checkSubJobCondition``: every policy with minSubGroups has that many SubJobs meeting it."""
+        if not self.min_sub_jobs:
+            return True
+        met: Counter[str] = Counter()
+        for sj in self.sub_jobs.values():
+            if condition(sj):
+                met[sj.gid] += 1
+        return all(n == 0 or met[gid] >= n for gid, n in self.min_sub_jobs.items())
+
+    def check_sub_job_valid(self) -> bool:
+        return self._sub_jobs_meeting(lambda sj: True)
+
+    def check_sub_job_ready(self) -> bool:
+        return self._sub_jobs_meeting(SubJobInfo.is_ready)
+
+    def check_sub_job_pipelined(self) -> bool:
+        return self._sub_jobs_meeting(SubJobInfo.is_pipelined)
+
+    def reset_fit_errors(self, sub_job: SubJobInfo | None = None) -> None:
+        """``ResetFitErr`` (all) or ``ResetSubJobFitErr`` (the SubJob's tasks)."""
+        if sub_job is None:
+            self.job_fit_errors = ""
+            self.nodes_fit_errors = {}
+        else:
+            for uid in sub_job.tasks:
+                self.nodes_fit_errors.pop(uid, None)

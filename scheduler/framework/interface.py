@@ -55,6 +55,14 @@ class Point(Enum):
     @property
     def flags(self) -> tuple[str, ...]:
         """The conf flags that switch this point (any one on enables it); none: it is always on."""
+    # network topology (session_plugins.go): HyperNode scores for a SubJob, the gradients of HyperNodes
+    # a job or SubJob is tried in, and the SubJob gang verdicts and order
+    HYPERNODE_ORDER = "enabledHyperNodeOrder"
+    HYPERNODE_GRADIENT_FOR_JOB = "enabledHyperNodeGradient#job"
+    HYPERNODE_GRADIENT_FOR_SUB_JOB = "enabledHyperNodeGradient#subJob"
+    SUB_JOB_READY = "enabledSubJobReady"
+    SUB_JOB_PIPELINED = "enabledSubJobPipelined"
+    SUB_JOB_ORDER = "enabledSubJobOrder"
         names = self.value.split("#", 1)[0]
         return tuple(names.split("|")) if names else ()
 

@@ -24,12 +24,14 @@ from ..api.node_usage import NodeUsage
 from ..api.pdb import PodDisruptionBudget
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
+from ..api.sub_job import SubJobInfo
 from ..api.task_info import TaskInfo
 from ..api.types import PodGroupPhase, TaskStatus, Vote
 from .cycle_state import CycleState
 from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
 from .interface import Plugin, Point
 from .stats import SessionStats
+from .topology import HyperNodeDecision, SessionHyperNode, SessionTopology, decision_of
 from .util import PriorityQueue
 
 log = structlog.get_logger("vcsched.session")
@@ -51,6 +53,8 @@ class Snapshot:
     # (Volcano's ssn.NamespaceInfo, read by resourcequota); shared, never changed by a session
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    # Dynamic Resource Allocation's classes, slices, claims and templates (api/dra_cache.py · DraSnapshot)
+    dra: Any = None
     # each node's measured load by node name (Volcano's NodeInfo.ResourceUsage), read by usage and
     # rescheduling; a node missing here was never reported; shared, never changed by a session
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
@@ -100,6 +104,8 @@ class SchedulerState:
     # what a plugin keeps from one session to the next, by plugin name (tdm: when it last looked for
     # victims, Volcano's package variable lastEvictAt)
     plugins: dict[str, Any] = field(default_factory=dict)
+    # each job's AllocatedHyperNode and its SubJobs' (Volcano keeps them in its cache's JobInfo)
+    hypernode_decisions: dict[str, HyperNodeDecision] = field(default_factory=dict)
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
@@ -133,6 +139,7 @@ class Session:
         self.hypernodes = snapshot.hypernodes
         self.pdbs = snapshot.pdbs
         self.namespace_info = snapshot.namespaces
+        self.dra = snapshot.dra
         self.node_usage = snapshot.node_usage
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
@@ -141,6 +148,13 @@ class Session:
         self.node_changes: list[int] = []
         for i, n in enumerate(self.node_list):
             n.index = i
+        self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
+        self.topology.adjust(self.jobs.values())
+        decisions = self.state.hypernode_decisions
+        for uid, job in self.jobs.items():
+            decision = decisions.get(uid)
+            if decision is not None or job.contains_network_topology:
+                self.topology.restore(job, decision)
         self.total_resource = Resource()
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
@@ -314,6 +328,49 @@ class Session:
                 continue
             return all(fn(job) for fn in tier)
         return False
+
+    # -- SubJobs and HyperNodes (session_plugins.go) ---------------------------------------------
+
+    def sub_job_ready(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        if not job.contains_sub_job_policy:
+            return self.job_ready(job)
+        return all(fn(sub_job) for fn in self._flat[Point.SUB_JOB_READY])
+
+    def sub_job_pipelined(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        if not job.contains_sub_job_policy:
+            return self.job_pipelined(job)
+        return self._vote(Point.SUB_JOB_PIPELINED, sub_job)
+
+    def sub_job_order(self, l: SubJobInfo, r: SubJobInfo) -> bool:
+        for fn in self._flat[Point.SUB_JOB_ORDER]:
+            c = fn(l, r)
+            if c != 0:
+                return c < 0
+        if l.match_index != r.match_index:
+            return l.match_index < r.match_index
+        return l.uid < r.uid
+
+    def hypernode_gradient_for_job(self, job: JobInfo, hypernode: SessionHyperNode,
+                                   purpose: str) -> list[list[SessionHyperNode]]:
+        """The first plugin's gradients of HyperNodes to try the job in; the given one alone by default."""
+        for fn in self._flat[Point.HYPERNODE_GRADIENT_FOR_JOB]:
+            return fn(job, hypernode, purpose)
+        return [[hypernode]]
+
+    def hypernode_gradient_for_sub_job(self, sub_job: SubJobInfo, hypernode: SessionHyperNode,
+                                       purpose: str) -> list[list[SessionHyperNode]]:
+        for fn in self._flat[Point.HYPERNODE_GRADIENT_FOR_SUB_JOB]:
+            return fn(sub_job, hypernode, purpose)
+        return [[hypernode]]
+
+    def hypernode_scores(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+        """``PrioritizeHyperNodes``: each candidate's summed plugin scores (0 when none scores it)."""
+        total = dict.fromkeys(candidates, 0.0)
+        for fn in self._flat[Point.HYPERNODE_ORDER]:
+            for name, score in fn(sub_job, candidates).items():
+                if name in total:
+                    total[name] += score
+        return total
 
     def overused(self, queue: QueueInfo) -> bool:
         return any(fn(queue) for fn in self._flat[Point.OVERUSED])
@@ -520,8 +577,19 @@ class Session:
     def _job_phase(self, job: JobInfo) -> str:
         """``getPodGroupPhase`` (spec/framework.md §9.1)."""
         pg = job.podgroup
+        self._keep_hypernode_decisions()
         unschedulable = any(
             c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
+    def _keep_hypernode_decisions(self) -> None:
+        """``updateJobInfo``: the jobs' allocated HyperNodes, for the next session."""
+        kept: dict[str, HyperNodeDecision] = {}
+        for uid, job in self.jobs.items():
+            if job.allocated_hypernode or job._sub_jobs is not None:
+                decision = decision_of(job)
+                if decision is not None:
+                    kept[uid] = decision
+        self.state.hypernode_decisions = kept
+
             for c in pg.conditions
         )
         if job.count(TaskStatus.Running) > 0 and unschedulable:

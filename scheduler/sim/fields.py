@@ -481,3 +481,52 @@ def conditions(value: Any, check: Checker, path: str, *, required: tuple[str, ..
         for key in _CONDITION_TIMES:
             normalise_time(cond, key, check, item)
     return out
+
+
+def network_topology(value: Any, check: Checker, path: str) -> None:
+    """A ``NetworkTopologySpec`` as the CRD's schema and Volcano's webhook admit it; ``mode`` defaulted
+    to ``hard`` (the CRD default)."""
+    if value is None:
+        return
+    spec = as_mapping(value, check, path)
+    mode = spec.get("mode")
+    if mode is None:
+        spec["mode"] = "hard"
+    elif mode not in ("hard", "soft"):
+        check.fail(f"{path}.mode", f'Unsupported value: {describe(mode)}: supported values: "hard", "soft"')
+    if spec.get("highestTierAllowed") is not None:
+        as_int(spec["highestTierAllowed"], check, f"{path}.highestTierAllowed", 0, 2**63 - 1)
+    if spec.get("highestTierName") is not None:
+        name = as_string(spec["highestTierName"], check, f"{path}.highestTierName")
+        if len(name) > 253:
+            check.fail(f"{path}.highestTierName", "may not be longer than 253 characters")
+    if spec.get("highestTierAllowed") is not None and spec.get("highestTierName"):
+        check.fail(path, "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously")
+
+
+def sub_group_policy(value: Any, check: Checker, path: str) -> None:
+    """A PodGroup's ``spec.subGroupPolicy`` list; ``subGroupSize`` 1 and ``minSubGroups`` 0 by default."""
+    if value is None:
+        return
+    names: set[str] = set()
+    for i, raw in enumerate(as_list(value, check, path)):
+        where = f"{path}[{i}]"
+        policy = as_mapping(raw, check, where)
+        if policy.get("name") is not None:
+            name = as_string(policy["name"], check, f"{where}.name")
+            if name in names:
+                check.fail(f"{where}.name", f"Duplicate value: {describe(name)}")
+            names.add(name)
+        if policy.get("subGroupSize") is None:
+            policy["subGroupSize"] = 1
+        else:
+            as_int(policy["subGroupSize"], check, f"{where}.subGroupSize", 1, 2**31 - 1)
+        if policy.get("minSubGroups") is None:
+            policy["minSubGroups"] = 0
+        else:
+            as_int(policy["minSubGroups"], check, f"{where}.minSubGroups", 0, 2**31 - 1)
+        label_selector(policy.get("labelSelector"), check, f"{where}.labelSelector")
+        if policy.get("matchLabelKeys") is not None:
+            for j, key in enumerate(as_list(policy["matchLabelKeys"], check, f"{where}.matchLabelKeys")):
+                as_string(key, check, f"{where}.matchLabelKeys[{j}]")
+        network_topology(policy.get("networkTopology"), check, f"{where}.networkTopology")

@@ -74,6 +74,7 @@ from .fields import (
     conditions,
     describe,
     format_time,
+    network_topology,
     node_group_affinity,
     normalise_time,
     one_of,
@@ -83,6 +84,7 @@ from .fields import (
     resource_list,
     string_list,
     string_map,
+    sub_group_policy,
     type_name,
 )
 from .hypernode_manifest import validate_hypernode
@@ -486,6 +488,8 @@ def _validate_podgroup(obj: dict, check: Checker) -> None:
 def _validate_queue(obj: dict, check: Checker) -> None:
     spec = as_mapping(obj.get("spec"), check, "spec")
     obj["spec"] = spec
+    network_topology(spec.get("networkTopology"), check, "spec.networkTopology")
+    sub_group_policy(spec.get("subGroupPolicy"), check, "spec.subGroupPolicy")
     weight = spec.get("weight")
     if weight is None or (isinstance(weight, int) and not isinstance(weight, bool) and weight == 0):
         spec["weight"] = 1  # CRD default, and the mutating webhook's 0 → 1
