@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from .api.dra_cache import DraCache
 from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
 from .api.job_info import JobInfo, PodGroup
 from .api.namespace_info import NamespaceInfo, quota_status_from
@@ -141,6 +142,8 @@ class Cache:
         # (Volcano's NamespaceCollection): what the pdb and resourcequota plugins read
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.namespaces: dict[str, NamespaceInfo] = {}
+        # resource.k8s.io DeviceClasses, ResourceSlices, ResourceClaims and their templates (api/dra_cache.py)
+        self.dra = DraCache()
         # each node's measured load, as the metrics source last reported it (usage, rescheduling)
         self.node_usage: dict[str, NodeUsage] = {}
 
@@ -438,6 +441,7 @@ class Cache:
         queues = {name: q.clone() for name, q in self.queues.items()}
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
-        return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage))
+        return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
+                        dra=self.dra.snapshot())
 
 

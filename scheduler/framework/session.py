@@ -53,11 +53,11 @@ class Snapshot:
     # (Volcano's ssn.NamespaceInfo, read by resourcequota); shared, never changed by a session
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
-    # Dynamic Resource Allocation's classes, slices, claims and templates (api/dra_cache.py · DraSnapshot)
-    dra: Any = None
     # each node's measured load by node name (Volcano's NodeInfo.ResourceUsage), read by usage and
     # rescheduling; a node missing here was never reported; shared, never changed by a session
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
+    # Dynamic Resource Allocation's classes, slices, claims and templates (api/dra_cache.py · DraSnapshot)
+    dra: Any = None
 
 
 @dataclass(slots=True)
