@@ -14,13 +14,27 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--scheduler-conf", help="a volcano-scheduler.conf file; overrides the ConfigMap")
     p.add_argument("--scheduler-name", default="volcano", help="schedulerName to serve (default volcano)")
-    p.add_argument("--schedule-period", default="1s", help="pause between sessions (default 1s)")
+    p.add_argument("--schedule-period", default="1s",
+                   help="the longest pause between sessions (default 1s); a change that can alter a decision "
+                        "starts one sooner (--cycle-coalesce)")
+    p.add_argument("--cycle-coalesce", default="5ms",
+                   help="a session starts this long after the first change that can alter a decision (a new "
+                        "pending pod, a pod finished, a node or queue changed), so a burst is one session; "
+                        "'off': sessions only every --schedule-period, as Volcano (default 5ms)")
     p.add_argument("--listen", default=":8080", help="address for /metrics, /healthz and /readyz (default :8080)")
     p.add_argument("--leader-elect", action="store_true", help="run sessions only while holding the Lease")
     p.add_argument("--lease-name", default="vcsched")
     p.add_argument("--lease-namespace", default="volcano-system")
     p.add_argument("--configmap-name", default="volcano-scheduler-configmap")
     p.add_argument("--configmap-namespace", default="volcano-system")
+    # Volcano's hypernode controller finds its ConfigMap from its pod's namespace and Helm release name
+    release = os.environ.get("HELM_RELEASE_NAME") or "volcano"
+    p.add_argument("--controller-configmap-name", default=f"{release}-controller-configmap",
+                   help="the controllers' ConfigMap (key volcano-controller.conf: networkTopologyDiscovery, "
+                        "HyperNodes from node labels); default $HELM_RELEASE_NAME-controller-configmap, "
+                        "volcano-controller-configmap without it")
+    p.add_argument("--controller-configmap-namespace", default=os.environ.get("KUBE_POD_NAMESPACE") or "volcano-system",
+                   help="its namespace (default $KUBE_POD_NAMESPACE, else volcano-system)")
     p.add_argument("--default-queue", default="default",
                    help="queue of PodGroups that name none; created at start with root when absent (default default)")
     p.add_argument("--components", default="scheduler,controllers",
@@ -49,12 +63,14 @@ def run_command(args: Any) -> int:
 
     try:
         period = parse_duration(args.schedule_period)
+        coalesce = None if args.cycle_coalesce == "off" else parse_duration(args.cycle_coalesce)
         parse_listen(args.listen)
         components = parse_components(args.components)
     except ValueError as e:
         print(f"vcsched run: {e}", file=sys.stderr)
         return 2
-    options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, listen=args.listen,
+    options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, cycle_coalesce=coalesce,
+                         listen=args.listen,
                          scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
                          configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,
                          lease_name=args.lease_name, lease_namespace=args.lease_namespace,
@@ -102,7 +118,9 @@ def run_command(args: Any) -> int:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, on_signal)
             ctl_options = ControllerOptions(scheduler_names=(args.scheduler_name,),
-                                            inherit_owner_annotations=args.inherit_owner_annotations == "true")
+                                            inherit_owner_annotations=args.inherit_owner_annotations == "true",
+                                            discovery_namespace=args.controller_configmap_namespace,
+                                            discovery_configmap=args.controller_configmap_name)
             return await run_components(client, controller_client, runtime, stop, ctl_options, elector,
                                         listen=args.listen)
         finally:

@@ -37,6 +37,7 @@ from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
 from .health import Health, watches_check
 from .leader import LeaderElector
 from .sink import KubeSink, Retry
+from .cycles import CycleTrigger, wait_for_work
 from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
 
 log = structlog.get_logger("vcsched.kube")
@@ -51,6 +52,10 @@ class RunOptions:
     queue_init_attempts: int = 60  # creating root / the default queue, as Volcano: 60 tries, 1 s apart
     queue_init_interval: float = 1.0
     schedule_period: float = 1.0
+    # cycles start when a watched change can change a decision (cycles.py), this long after the
+    # first such change so that a burst is one cycle; schedule_period stays the upper bound.
+    # None: only on the clock, every schedule_period (Volcano's loop)
+    cycle_coalesce: float | None = 0.005
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
     configmap_name: str = "volcano-scheduler-configmap"
@@ -246,9 +251,11 @@ class Runtime:
             self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, self.identity,
                                          lease_duration=options.lease_duration,
                                          renew_deadline=options.renew_deadline, retry_period=options.retry_period)
+        # what starts a cycle besides the clock: every cache kind's changes go through it
+        self.trigger = CycleTrigger(self.cache)
         # the cache's kinds; they run from start_source, and the PodGroup one takes the podgroup
         # controller's PodGroups (give_group) from the start
-        self._watched = {kind: self._reflector(kind, handler, optional=kind in OPTIONAL_KINDS)
+        self._watched = {kind: self._reflector(kind, self.trigger.wrap(kind, handler), optional=kind in OPTIONAL_KINDS)
                          for kind, handler in self.feeder.handlers().items()}
         self.reflectors: list[Reflector] = []
         self._reflector_tasks: list[tuple[Reflector, asyncio.Task[None]]] = []
@@ -285,7 +292,8 @@ class Runtime:
 
     def conf_changed(self) -> None:
         """The conf or a device ConfigMap changed: watch the device ConfigMaps the conf names now,
-        and re-read every node's devices with the new configuration."""
+        and re-read every node's devices with the new configuration.  A cycle follows."""
+        self.trigger.poke("conf")
         self.cache.set_device_builder(device_builder(self.scheduler.conf, self.config_maps, self.mindcluster))
         self._watch_mindcluster()
         want = device_configmap_keys(self.scheduler.conf)
@@ -308,7 +316,8 @@ class Runtime:
         for ns, selector in sorted(want - self._mindcluster_watches.keys()):
             # the store is the reflector's handler (its upsert/delete), as Volcano's informer feeds its
             # cmManager; the 310P kind reads it at session open, no device rebuild
-            r = self._reflector(CONFIGMAPS, self.mindcluster, namespace=ns, label_selector=selector)
+            r = self._reflector(CONFIGMAPS, self.trigger.wrap(CONFIGMAPS, self.mindcluster), namespace=ns,
+                                label_selector=selector)
             self._mindcluster_watches[(ns, selector)] = (r, self.spawn(r.run()))
 
     # -- health and http ----------------------------------------------------------------------
@@ -397,7 +406,10 @@ class Runtime:
         if not self.cache.responsible_for(pod):
             return False
         self._watched[PODGROUPS].observe(dict(podgroup))
-        return self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
+        given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
+        if given:
+            self.trigger.poke("podgroup given")
+        return given
 
     def owes_group(self, uid: str) -> bool:
         return self.feeder.owes_group(uid)
@@ -409,6 +421,7 @@ class Runtime:
         # on a worker thread, so the Lease is renewed and watch events flow into the cache meanwhile;
         # its effects come back to the loop.  (Volcano's session also runs beside its informers.)
         generation = self.feeder.next_generation()
+        self.trigger.take()  # a change from now on starts the next cycle
         snapshot = self.cache.snapshot()
         ssn, effects = await asyncio.to_thread(self.scheduler.run_session, snapshot)
         self.scheduler.publish(ssn)
@@ -437,6 +450,7 @@ class Runtime:
             while not stop.is_set():
                 if self.elector is not None and self.elector.lost.is_set():
                     raise LeadershipLost()
+                stale: list[str] = []
                 try:
                     now = time.monotonic()
                     stale = [r.kind.plural for r in self._all_reflectors() if not r.current(now)]
@@ -451,11 +465,13 @@ class Runtime:
                     raise
                 except Exception:
                     log.exception("session failed")
-                sleep = self.spawn(asyncio.sleep(self.options.schedule_period))
                 lost = self.spawn(self.elector.lost.wait()) if self.elector is not None else None
-                await asyncio.wait([t for t in (sleep, stopping, lost) if t is not None],
-                                   return_when=asyncio.FIRST_COMPLETED)
-                sleep.cancel()
+                others = [t for t in (stopping, lost) if t is not None]
+                if self.options.cycle_coalesce is None or stale:  # stale: on the clock until caught up
+                    await asyncio.wait(others, timeout=self.options.schedule_period)
+                else:
+                    await wait_for_work(self.trigger, self.options.schedule_period, self.options.cycle_coalesce,
+                                        *others)
                 if lost is not None:
                     lost.cancel()
             return 0

@@ -1,0 +1,157 @@
+"""Cycles when there is work (issue 25): which watched changes start a cycle, and that one does start.
+
+The runtime tests run with an hourly ``--schedule-period``: after the first session, only a change
+can have started the session that binds a pod.  Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from vcsched.cache import Cache
+from vcsched.kube.api import HYPERNODES, NODES, PODGROUPS, PODS, QUEUES
+from vcsched.kube.cycles import CycleTrigger
+from vcsched.kube.source import CacheFeeder
+
+from .conftest import cluster, eventually, node, pod, podgroup, queue
+
+
+def _rv(obj: dict, rv: int) -> dict:
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["resourceVersion"] = str(rv)
+    obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")
+    return obj
+
+
+@pytest.fixture
+def fed():
+    cache = Cache()
+    feeder = CacheFeeder(cache)
+    trigger = CycleTrigger(cache)
+    handlers = {kind: trigger.wrap(kind, h) for kind, h in feeder.handlers().items()}
+    return cache, trigger, handlers
+
+
+def pokes(trigger: CycleTrigger) -> int:
+    n = sum(trigger.reasons.values())
+    trigger.take()
+    return n
+
+
+def test_a_node_starts_a_cycle_when_what_predicates_read_changes_not_on_a_heartbeat(fed):
+    cache, trigger, h = fed
+    n = _rv(node("n0"), 1)
+    n["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:00Z"
+    h[NODES].upsert(n)
+    assert pokes(trigger) == 1 and trigger.reasons["node"] == 1
+    beat = _rv(n, 2)
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:10Z"
+    h[NODES].upsert(beat)
+    assert sum(trigger.reasons.values()) == 1 and not trigger.work.is_set()
+    labelled = _rv(beat, 3)
+    labelled["metadata"]["labels"]["zone"] = "a"
+    h[NODES].upsert(labelled)
+    assert trigger.work.is_set() and trigger.reasons["node"] == 2
+    trigger.take()
+    h[NODES].delete(labelled)
+    assert trigger.work.is_set() and trigger.reasons["node deleted"] == 1
+
+
+def test_a_queue_starts_a_cycle_when_opened_not_when_its_allocated_is_written(fed):
+    cache, trigger, h = fed
+    q = _rv(queue("q1"), 1)
+    q["status"]["state"] = "Closed"
+    h[QUEUES].upsert(q)
+    trigger.take()
+    written = _rv(q, 2)
+    written["status"]["allocated"] = {"cpu": "1"}  # this process's own queues/status write, echoed
+    h[QUEUES].upsert(written)
+    assert not trigger.work.is_set()
+    opened = _rv(written, 3)
+    opened["status"]["state"] = "Open"
+    h[QUEUES].upsert(opened)
+    assert trigger.work.is_set() and trigger.reasons["queue"] == 2
+
+
+def test_a_pod_starts_a_cycle_when_new_and_pending_finished_or_gone_not_when_its_binding_is_echoed(fed):
+    cache, trigger, h = fed
+    h[PODGROUPS].upsert(_rv(podgroup("pg1"), 1))
+    trigger.take()
+    other = _rv(pod("other", "pg1"), 2)
+    other["spec"]["schedulerName"] = "default-scheduler"
+    h[PODS].upsert(other)  # pending for another scheduler: nothing for us to decide
+    assert not trigger.work.is_set()
+    p = _rv(pod("p1", "pg1"), 3)
+    h[PODS].upsert(p)
+    assert trigger.work.is_set() and trigger.reasons["pod pending"] == 1
+    trigger.take()
+    bound = _rv(p, 4)
+    bound["spec"]["nodeName"] = "n0"
+    h[PODS].upsert(bound)  # our Binding, as the watch shows it
+    assert not trigger.work.is_set()
+    done = _rv(bound, 5)
+    done["status"]["phase"] = "Succeeded"
+    h[PODS].upsert(done)
+    assert trigger.work.is_set() and trigger.reasons["pod finished"] == 1
+    trigger.take()
+    h[PODS].delete(done)
+    assert trigger.work.is_set() and trigger.reasons["pod deleted"] == 1
+    trigger.take()
+    elsewhere = _rv(other, 6)
+    elsewhere["spec"]["nodeName"] = "n1"
+    h[PODS].upsert(elsewhere)
+    trigger.take()
+    h[PODS].delete(elsewhere)  # another scheduler's pod leaves a node: room for ours
+    assert trigger.work.is_set()
+
+
+def test_a_podgroup_status_this_process_wrote_is_no_change_another_phase_is(fed):
+    cache, trigger, h = fed
+    pg = _rv(podgroup("pg1"), 1)
+    h[PODGROUPS].upsert(pg)
+    assert trigger.reasons["podgroup"] == 1
+    trigger.take()
+    # the session decided Inqueue: the sink puts it in the cache at once, then the watch echoes the write
+    cache.set_podgroup_status("default/pg1", "Inqueue", 0, 0, 0, [])
+    echo = _rv(pg, 2)
+    echo["status"] = {"phase": "Inqueue"}
+    h[PODGROUPS].upsert(echo)
+    assert not trigger.work.is_set()
+    bigger = _rv(echo, 3)
+    bigger["spec"]["minMember"] = 3
+    h[PODGROUPS].upsert(bigger)
+    assert trigger.work.is_set() and trigger.reasons["podgroup"] == 2
+
+
+def test_any_change_of_another_kind_starts_a_cycle(fed):
+    cache, trigger, h = fed
+    h[HYPERNODES].upsert({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                          "metadata": {"name": "s0", "resourceVersion": "1"},
+                          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}]}})
+    assert trigger.work.is_set() and trigger.reasons["hypernodes"] == 1
+
+
+@pytest.mark.asyncio
+async def test_a_pod_created_after_the_first_session_is_bound_by_a_cycle_its_creation_started(api, start):
+    cluster(api, nodes=1)
+    rt = await start(schedule_period=3600)
+    await eventually(lambda: rt.sessions >= 1, "the first session")
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    await eventually(lambda: api.bindings, "p1 bound within the hour")
+    assert api.bindings[0][1] == "p1"
+    assert rt.trigger.reasons["pod pending"] >= 1
+
+
+@pytest.mark.asyncio
+async def test_with_cycles_on_the_clock_only_a_change_starts_none(api, start):
+    """``--cycle-coalesce off``: Volcano's loop, a session per period whatever happens."""
+    cluster(api, nodes=1)
+    rt = await start(schedule_period=3600, cycle_coalesce=None)
+    await eventually(lambda: rt.sessions >= 1, "the first session")
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    await eventually(lambda: rt.trigger.reasons["pod pending"] >= 1, "the pod seen")
+    assert rt.sessions == 1 and not api.bindings
