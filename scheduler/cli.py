@@ -21,6 +21,7 @@ from .sim.diagnosis import diagnoses, summary
 from .sim.fields import RFC3339
 from .sim.jobs import SimJobs
 from .sim.manifests import ManifestError, load_manifests
+from .sim.node_usage import SimNodeUsage
 from .sim.output import render, result
 
 EXIT_BAD_INPUT = 2
@@ -138,7 +139,9 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
     cluster.sync_policies(cache, clock)
     # on a terminal, the cycles as they run (tqdm stays silent when stderr is piped)
     progress = tqdm(total=limit, unit="cycle", disable=None, leave=False)
+    load = SimNodeUsage(cluster.nodes, cluster.pods)  # the nodes' measured load (sim/node_usage.py)
     while cycles < limit:
+        load.feed(cluster.pods, cache, clock)
         effects = scheduler.run_once(now=clock, uid=f"session-{cycles + 1}")
         cycles += 1
         progress.update(1)

@@ -393,6 +393,9 @@ def _validate_metadata_fields(meta: dict, check: Checker) -> None:
 
 
 def _validate_node(obj: dict, check: Checker) -> None:
+    from .node_usage import validate_node_usage
+
+    validate_node_usage(obj["metadata"], check)  # the load the usage and rescheduling plugins read
     spec = as_mapping(obj.get("spec"), check, "spec")
     optional_bool(spec.get("unschedulable"), check, "spec.unschedulable")
     if spec.get("taints") is not None:
