@@ -9,7 +9,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import PodGroupPhase, TaskStatus
 from vcsched.framework.arguments import Arguments
-from vcsched.framework.interface import Action
+from vcsched.framework.interface import Action, ScoringError
 from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
@@ -116,7 +116,11 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
             if job.need_continue_allocating():
                 continue
             break
-        found = search.find(task, errors=errors)
+        try:
+            found = search.find(task, errors=errors)
+        except ScoringError as e:
+            log.warning("no node chosen: scoring failed", task=task.key, error=str(e))
+            continue  # Volcano: no best node, the next task
         if not isinstance(found, Placement):
             job.record_fit_errors(task, found)
             if job.need_continue_allocating():

@@ -7,7 +7,7 @@ import structlog
 from vcsched.api.fit_errors import FitError, FitErrors, Status
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import StatusCode, TaskStatus
-from vcsched.framework.interface import Action
+from vcsched.framework.interface import Action, ScoringError
 from vcsched.framework.node_search import Placement
 from vcsched.framework.session import EventError, Session
 from vcsched.framework.statement import Statement
@@ -29,7 +29,12 @@ class BackfillAction(Action):
             if err:
                 job.record_fit_errors(task, search.pre_predicate_errors(task, err))
                 continue
-            found = search.find(task, predicate_only=True)
+            try:
+                found = search.find(task, predicate_only=True)
+            except ScoringError as e:
+                # no node chosen (Volcano's backfill would dereference the missing node)
+                log.warning("backfill chose no node: scoring failed", task=task.key, error=str(e))
+                continue
             if not isinstance(found, Placement):
                 job.record_fit_errors(task, found)
                 continue

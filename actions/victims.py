@@ -32,6 +32,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES
+from vcsched.framework.interface import ScoringError
 from vcsched.framework.node_search import NodeSearch, ShapeIndex
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement
@@ -155,16 +156,21 @@ class CandidateNodes:
             elif failed is not None:
                 failed.add(node.index)
         ssn.state.next_start_node = (start + processed) % n
-        if not scored or len(feasible) < 2:
+        if not scored or not feasible:
             return feasible
+        if len(feasible) == 1 and not any(b.applies(task) for b in self.search.batch):
+            return feasible  # one node: its score orders nothing (Volcano still asks a batch scorer, as below)
         if index is not None:
             score = index.score
             return sorted(feasible, key=lambda nd: -score[nd.index])
         scores = {nd.name: ssn.node_order(task, nd) for nd in feasible}
-        for scorer in self.search.batch:
-            if scorer.applies(task):
-                for name, s in scorer.score(task, feasible).items():
-                    scores[name] = scores.get(name, 0.0) + s
+        try:
+            for scorer in self.search.batch:
+                if scorer.applies(task):
+                    for name, s in scorer.score(task, feasible).items():
+                        scores[name] = scores.get(name, 0.0) + s
+        except ScoringError:
+            return []  # Volcano's PrioritizeNodes gives no scores, SortNodes no nodes
         # SortNodes: descending score; equal scores keep the search order
         return sorted(feasible, key=lambda nd: -scores[nd.name])
 

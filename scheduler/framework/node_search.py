@@ -32,7 +32,7 @@ from ..api.node_info import NodeInfo
 from ..api.resource import Resource
 from ..api.task_info import TaskInfo
 from ..api.types import FAILING_CODES, StatusCode
-from .interface import Point
+from .interface import Point, ScoringError
 from .session import Session
 
 
@@ -210,16 +210,18 @@ class NodeSearch:
         check and no gradients.  The time this task spent in predicates and in scoring
         goes to ``scheduling_stage_duration{stage=Predicate|Scoring}``, as Volcano's
         PredicateNodes and PrioritizeNodes record it; a task whose shape was searched
-        before pays only for the nodes that changed since.
+        before pays only for the nodes that changed since.  ScoringError when nodes passed
+        but a batch scorer failed on every gradient (Volcano then picks no node).
         """
         predicate, scoring = self.predicate_time, self.scoring_time
         cached = errors.for_task(task) if errors is not None else None
-        found = self._find(task, predicate_only, cached)
-        stats = self.ssn.stats
-        stats.predicate_durations.append(self.predicate_time - predicate)
-        if self.scoring_time != scoring:
-            stats.scoring_durations.append(self.scoring_time - scoring)
-        return found
+        try:
+            return self._find(task, predicate_only, cached)
+        finally:  # a ScoringError (no node chosen) passes through to the action
+            stats = self.ssn.stats
+            stats.predicate_durations.append(self.predicate_time - predicate)
+            if self.scoring_time != scoring:
+                stats.scoring_durations.append(self.scoring_time - scoring)
 
     def _find(self, task: TaskInfo, predicate_only: bool,
               cached: dict[str, Sequence[Status]] | None = None) -> Placement | FitErrors:
@@ -312,15 +314,32 @@ class NodeSearch:
                 gradient = [nd for nd in feasible if task.resreq.less_equal(nd.future_idle())]
             if not gradient:
                 return fe
+        try:
+            return self._best(task, gradient, idle)
+        except ScoringError:
+            # Volcano chooses no node of a gradient its batch scorers failed on and tries the next
+            if predicate_only or not idle:
+                raise
+            later = [nd for nd in feasible if not task.resreq.less_equal(nd.idle)
+                     and task.resreq.less_equal(nd.future_idle())]
+            if not later:
+                raise
+            return self._best(task, later, False)
+
+    def _best(self, task: TaskInfo, gradient: list[NodeInfo], idle: bool) -> Placement:
+        """The best-scored node of one gradient; ScoringError when a batch scorer fails."""
+        ssn = self.ssn
         if len(gradient) == 1:
             return Placement(gradient[0], idle)
         started = perf_counter()
         scores = {nd.name: ssn.node_order(task, nd) for nd in gradient}
-        for scorer in self.batch:
-            if scorer.applies(task):
-                for name, s in scorer.score(task, gradient).items():
-                    scores[name] = scores.get(name, 0.0) + s
-        self.scoring_time += perf_counter() - started
+        try:
+            for scorer in self.batch:
+                if scorer.applies(task):
+                    for name, s in scorer.score(task, gradient).items():
+                        scores[name] = scores.get(name, 0.0) + s
+        finally:
+            self.scoring_time += perf_counter() - started
         for fn in self.best_node:
             chosen = fn(task, scores)
             if chosen is not None:

@@ -106,7 +106,12 @@ class Statement:
         if node is not None and task.uid in node.tasks:
             node.update_task(task)
             ssn.node_changes.append(node.index)
-        ssn.fire_allocate(task)
+        for h in ssn.event_handlers:  # every handler: Volcano's unevict does not read the event's error
+            if h.allocate is not None:
+                try:
+                    h.allocate(task)
+                except EventError:
+                    pass
 
     def _unplace(self, task: TaskInfo) -> None:
         ssn = self.ssn
