@@ -90,9 +90,9 @@ def podgroup_from(obj: Mapping[str, Any], ignored: frozenset[str] = frozenset())
         succeeded=int(status.get("succeeded") or 0),
         failed=int(status.get("failed") or 0),
         min_resources_list=dict(min_res) if min_res is not None else None,
-    )
         network_topology=NetworkTopology.of(spec.get("networkTopology")),
         sub_group_policy=tuple(SubGroupPolicy.of(p) for p in spec.get("subGroupPolicy") or ()),
+    )
 
 
 def queue_from(obj: Mapping[str, Any]) -> QueueInfo:

@@ -107,6 +107,11 @@ class BatchScorer:
         raise NotImplementedError
 
 
+class ScoringError(Exception):
+    """A batch scorer could not score the nodes (the extender's prioritize failing).  Volcano's
+    ``PrioritizeNodes`` then returns no scores, so no node of that gradient is chosen."""
+
+
 class ValidateResult:
     """A failed ``JobValid`` verdict."""
 

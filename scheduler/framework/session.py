@@ -572,14 +572,9 @@ class Session:
         for job in self.jobs.values():
             self._update_job(job)
         self._update_queues()
+        self._keep_hypernode_decisions()
         return self.effects
 
-    def _job_phase(self, job: JobInfo) -> str:
-        """``getPodGroupPhase`` (spec/framework.md §9.1)."""
-        pg = job.podgroup
-        self._keep_hypernode_decisions()
-        unschedulable = any(
-            c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
     def _keep_hypernode_decisions(self) -> None:
         """``updateJobInfo``: the jobs' allocated HyperNodes, for the next session."""
         kept: dict[str, HyperNodeDecision] = {}
@@ -590,6 +585,11 @@ class Session:
                     kept[uid] = decision
         self.state.hypernode_decisions = kept
 
+    def _job_phase(self, job: JobInfo) -> str:
+        """``getPodGroupPhase`` (spec/framework.md §9.1)."""
+        pg = job.podgroup
+        unschedulable = any(
+            c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
             for c in pg.conditions
         )
         if job.count(TaskStatus.Running) > 0 and unschedulable:

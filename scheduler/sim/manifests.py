@@ -478,6 +478,8 @@ def _validate_podgroup(obj: dict, check: Checker) -> None:
             as_string(spec[field], check, f"spec.{field}")
     if spec.get("queue") is None:
         spec["queue"] = "default"
+    network_topology(spec.get("networkTopology"), check, "spec.networkTopology")
+    sub_group_policy(spec.get("subGroupPolicy"), check, "spec.subGroupPolicy")
     status = as_mapping(obj.get("status"), check, "status")
     if status.get("phase") is not None:
         as_string(status["phase"], check, "status.phase")
@@ -491,8 +493,6 @@ def _validate_podgroup(obj: dict, check: Checker) -> None:
 def _validate_queue(obj: dict, check: Checker) -> None:
     spec = as_mapping(obj.get("spec"), check, "spec")
     obj["spec"] = spec
-    network_topology(spec.get("networkTopology"), check, "spec.networkTopology")
-    sub_group_policy(spec.get("subGroupPolicy"), check, "spec.subGroupPolicy")
     weight = spec.get("weight")
     if weight is None or (isinstance(weight, int) and not isinstance(weight, bool) and weight == 0):
         spec["weight"] = 1  # CRD default, and the mutating webhook's 0 → 1
