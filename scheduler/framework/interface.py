@@ -7,12 +7,14 @@ may write results in ``on_session_close``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 from .arguments import Arguments
 
 if TYPE_CHECKING:
+    from ..api.job_info import JobInfo
     from .session import Session
 
 
@@ -40,6 +42,8 @@ class Point(Enum):
     PREEMPTIVE = "enablePreemptive"
     VICTIM_QUEUE_ORDER = "#victimQueueOrder"
     VICTIM_TASKS = "enabledVictim"  # shuffle's victims (tdm, pdb, rescheduling)
+    # gangpreempt's and gangreclaim's victim filter (UnifiedEvictableFn): no conf flag gates it
+    UNIFIED_EVICTABLE = "#unifiedEvictable"
     # vcsched's own: what a task's predicate verdicts and node scores depend on besides its pod (its
     # queue, say), a hashable value, or None when they cannot be shared with another task at all;
     # tasks share the node search's work only when their pods' shapes and these values agree
@@ -51,10 +55,6 @@ class Point(Enum):
     SIMULATE_PREDICATE = "enablePredicate#simulate"
     SIMULATE_ADD_TASK = "enablePreemptable|enabledAllocatable#simulateAdd"
     SIMULATE_REMOVE_TASK = "enablePreemptable|enabledAllocatable#simulateRemove"
-
-    @property
-    def flags(self) -> tuple[str, ...]:
-        """The conf flags that switch this point (any one on enables it); none: it is always on."""
     # network topology (session_plugins.go): HyperNode scores for a SubJob, the gradients of HyperNodes
     # a job or SubJob is tried in, and the SubJob gang verdicts and order
     HYPERNODE_ORDER = "enabledHyperNodeOrder"
@@ -63,6 +63,10 @@ class Point(Enum):
     SUB_JOB_READY = "enabledSubJobReady"
     SUB_JOB_PIPELINED = "enabledSubJobPipelined"
     SUB_JOB_ORDER = "enabledSubJobOrder"
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The conf flags that switch this point (any one on enables it); none: it is always on."""
         names = self.value.split("#", 1)[0]
         return tuple(names.split("|")) if names else ()
 
@@ -105,6 +109,22 @@ class BatchScorer:
 
     def score(self, task, nodes) -> dict[str, float]:
         raise NotImplementedError
+
+
+class EvictionKind(Enum):
+    """``api.EvictionKind``: which action asks ``Session.unified_evictable``."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """``api.EvictionContext``: who evicts (a whole job), for what, in which hyper-node domain."""
+
+    kind: EvictionKind
+    job: "JobInfo"
+    hypernode: str = ""
 
 
 class ScoringError(Exception):
