@@ -15,9 +15,13 @@ statuses in Volcano's order (spec/framework.md §8.7):
    accumulate; UnschedulableAndUnresolvable (pod affinity, a missing topology
    label) ends the evaluation.
 
+4. DynamicResources (``predicate.DynamicResourceAllocationEnable``, on by default as the
+   DynamicResourceAllocation feature gate is since Kubernetes 1.34): the pod's ResourceClaims,
+   allocated by the structured allocator (plugins/dynamicresources.py).
+
 Resource fit is not here: the actions check it.  The volume filters
-(NodeVolumeLimits, VolumeZone, VolumeBinding) and DRA pass every pod: vcsched has
-no PersistentVolumeClaims or ResourceClaims yet; their arguments are still read.
+(NodeVolumeLimits, VolumeZone, VolumeBinding) pass every pod: vcsched has
+no PersistentVolumeClaims yet; their arguments are still read.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ from vcsched.framework.arguments import Arguments
 from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.interface import Plugin, Point
 
+from .dynamicresources import DynamicResources
+
 if TYPE_CHECKING:
     from vcsched.framework.session import Session
 
@@ -70,6 +76,7 @@ NODE_VOLUME_LIMITS_ENABLE = "predicate.NodeVolumeLimitsEnable"
 VOLUME_ZONE_ENABLE = "predicate.VolumeZoneEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 VOLUME_BINDING_ENABLE = "predicate.VolumeBindingEnable"
+DYNAMIC_RESOURCE_ALLOCATION_ENABLE = "predicate.DynamicResourceAllocationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
 VOLUME_BINDING_TIMEOUT = "volumebinding.bindTimeoutSeconds"
 VOLUME_BINDING_WEIGHT = "volumebinding.weight"
@@ -104,6 +111,7 @@ class PredicatesPlugin(Plugin):
         self.volume_zone_enable = a.get_bool(VOLUME_ZONE_ENABLE, True)
         self.pod_topology_spread_enable = a.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
         self.volume_binding_enable = a.get_bool(VOLUME_BINDING_ENABLE, True)
+        self.dynamic_resource_allocation_enable = a.get_bool(DYNAMIC_RESOURCE_ALLOCATION_ENABLE, True)
         self.cache_enable = a.get_bool(CACHE_ENABLE, False)
         self.volume_binding_timeout_seconds = a.get_int(VOLUME_BINDING_TIMEOUT, 600)
         self.volume_binding_weight = a.get_int(VOLUME_BINDING_WEIGHT, 1)
@@ -117,6 +125,7 @@ class PredicatesPlugin(Plugin):
         self._states: dict[str, _TaskState] = {}
         self._ports: dict[str, tuple[NodeInfo, int, HostPortInfo]] = {}
         self._stable_cache: dict[tuple[str, str], bool] = {}
+        self.dra: DynamicResources | None = None
 
     def on_session_open(self, ssn: "Session") -> None:
         self._nodes = ssn.node_list
@@ -134,6 +143,16 @@ class PredicatesPlugin(Plugin):
         ssn.add(Point.SIMULATE_ADD_TASK, self.name, self.simulate_add_task)
         ssn.add(Point.SIMULATE_REMOVE_TASK, self.name, self.simulate_remove_task)
         ssn.add(Point.SIMULATE_PREDICATE, self.name, self.simulate_predicate)
+        self.dra = None
+        if self.dynamic_resource_allocation_enable:
+            self.dra = DynamicResources(ssn)
+            self.dra.register(ssn)
+            ssn.add(Point.TASK_SHAPE, self.name, self.dra.task_shape)
+
+    def on_session_close(self, ssn: "Session") -> None:
+        if self.dra is not None:
+            self.dra.attach_claims(ssn.effects)
+            self.dra = None
 
     # -- PreFilter -------------------------------------------------------------------------------
 
@@ -148,6 +167,10 @@ class PredicatesPlugin(Plugin):
             return f"plugin PodTopologySpread pre-predicates failed get constraints from pod: {terms.spread_error}"
         if self._needs_state(task):
             self._state(task, terms)
+        if self.dra is not None:
+            err = self.dra.pre_predicate(task)
+            if err:
+                return f"plugin DynamicResources pre-predicates failed {err}"
         return None
 
     def _needs_state(self, task: TaskInfo) -> bool:
@@ -203,6 +226,10 @@ class PredicatesPlugin(Plugin):
                 failed = spread_filter(st.spread, labels)
                 if failed is not None:
                     statuses = _append(statuses, failed)
+        if self.dra is not None:
+            failed = self.dra.predicate(task, node)
+            if failed is not None:
+                statuses = _append(statuses, failed)
         return statuses
 
     def _stable(self, task: TaskInfo, node: NodeInfo) -> Status | None:

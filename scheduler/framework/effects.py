@@ -7,14 +7,31 @@ from typing import Any
 
 
 @dataclass(slots=True, frozen=True)
+class ClaimStatus:
+    """DRA's PreBind: a ResourceClaim's status to write before the pod's binding, as kube-scheduler
+    writes it: ``allocation`` (``status.allocation``, None when the claim was allocated before) and the
+    whole ``reservedFor`` list with the pod in it."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    allocation: dict[str, Any] | None
+    reserved_for: tuple[dict[str, str], ...]
+
+
+@dataclass(slots=True, frozen=True)
 class Bind:
-    """Bind a pod to a node through the binding subresource, annotations inside the Binding."""
+    """Bind a pod to a node through the binding subresource, annotations inside the Binding.
+
+    ``claims``: the pod's ResourceClaims' status to write first (a failed write fails the bind)."""
 
     namespace: str
     name: str
     uid: str
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
+    claims: tuple[ClaimStatus, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

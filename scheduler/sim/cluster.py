@@ -22,6 +22,8 @@ from ..controllers.podgroup import needs_podgroup, podgroup_for_pod
 from ..controllers.queue import default_queue, reconcile_queue
 from ..controllers.queue_admission import validate_queue_tree
 from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
+from .dra_claims import KINDS as DRA_KINDS
+from .dra_claims import SimDra
 from .hypernode_manifest import hypernode_problems
 from .manifests import Manifest, ManifestError
 from .policies import SimPolicies
@@ -55,6 +57,8 @@ class SimCluster:
     events: list[dict[str, Any]] = field(default_factory=list)
     # the disruption and quota controllers and the quota admission plugin (sim/policies.py)
     policies: SimPolicies = field(default_factory=SimPolicies)
+    # resource.k8s.io objects and the resourceclaim controller (sim/dra_claims.py)
+    dra: SimDra = field(default_factory=SimDra)
 
     @classmethod
     def from_manifests(cls, manifests: list[Manifest], scheduler_names: tuple[str, ...] = ("volcano",),
@@ -90,12 +94,15 @@ class SimCluster:
                 c.pdbs[m.key] = obj
             elif m.kind == "ResourceQuota":
                 c.resource_quotas[m.key] = obj
+            elif m.kind in DRA_KINDS:
+                c.dra.add(m)
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(created - 1))
         c._admit_priorities(sources)
         c._make_podgroups()
         c._check_references(sources)
+        c.dra.sync(c.pods, None)  # the resourceclaim controller makes the template claims
         return c
 
     def _admit_priorities(self, sources: dict[str, Manifest]) -> None:
@@ -201,6 +208,7 @@ class SimCluster:
             cache.add_node(obj)
         for obj in self.hypernodes.values():
             cache.add_hypernode(obj)
+        self.dra.feed(cache)
         for obj in self.podgroups.values():
             cache.add_podgroup(obj)
         for obj in self.pods.values():
@@ -214,7 +222,10 @@ class SimCluster:
         """The disruption and quota controllers at ``now``: PodDisruptionBudget and ResourceQuota
         status brought up to date with the pods (sim/policies.py), and fed to ``cache``.  True if a
         status changed.  Called before the first cycle and after each one."""
-        return self.policies.sync(self, cache, now)
+        changed = self.policies.sync(self, cache, now)
+        if not self.dra.empty:
+            changed |= self.dra.sync(self.pods, cache)
+        return changed
 
     # -- the sink side ----------------------------------------------------------------------
 
@@ -228,6 +239,8 @@ class SimCluster:
                 pod = self.pods.get(key)
                 if pod is None or pod["spec"].get("nodeName"):
                     continue
+                if e.claims:
+                    self.dra.bind(e, cache)
                 pod["spec"]["nodeName"] = e.node
                 if e.annotations:
                     pod["metadata"].setdefault("annotations", {}).update(e.annotations)

@@ -87,6 +87,12 @@ from .fields import (
     sub_group_policy,
     type_name,
 )
+from .dra_manifest import (
+    validate_device_class,
+    validate_resource_claim,
+    validate_resource_claim_template,
+    validate_resource_slice,
+)
 from .hypernode_manifest import validate_hypernode
 from .policy_manifest import validate_pdb, validate_resource_quota
 from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod
@@ -107,6 +113,10 @@ _ACCEPTED: Mapping[tuple[str, str], bool] = MappingProxyType(
         ("topology.volcano.sh/v1alpha1", "HyperNode"): False,
         ("policy/v1", "PodDisruptionBudget"): True,
         ("v1", "ResourceQuota"): True,
+        ("resource.k8s.io/v1", "DeviceClass"): False,
+        ("resource.k8s.io/v1", "ResourceSlice"): False,
+        ("resource.k8s.io/v1", "ResourceClaim"): True,
+        ("resource.k8s.io/v1", "ResourceClaimTemplate"): True,
     }
 )
 _CLUSTER_SCOPED_KINDS = frozenset(kind for (_, kind), namespaced in _ACCEPTED.items() if not namespaced)
@@ -649,5 +659,9 @@ _VALIDATORS = MappingProxyType(
         "HyperNode": validate_hypernode,
         "PodDisruptionBudget": validate_pdb,
         "ResourceQuota": validate_resource_quota,
+        "DeviceClass": validate_device_class,
+        "ResourceSlice": validate_resource_slice,
+        "ResourceClaim": validate_resource_claim,
+        "ResourceClaimTemplate": validate_resource_claim_template,
     }
 )

@@ -43,6 +43,10 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
         }
         if node is None and diagnosis and key in diagnosis:
             pods[key]["diagnosis"] = diagnosis[key]
+        claim_names = {c.get("name"): f"{key.split('/')[0]}/{c['resourceClaimName']}"
+                       for c in status.get("resourceClaimStatuses") or [] if c.get("resourceClaimName")}
+        if claim_names:
+            pods[key]["claims"] = claim_names
     podgroups = {}
     for key, pg in cluster.podgroups.items():
         status = pg.get("status") or {}
@@ -100,6 +104,7 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
         "podgroups": podgroups,
         "queues": queues,
         "nodes": nodes,
+        "claims": cluster.dra.output(),
     }
 
 

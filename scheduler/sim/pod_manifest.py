@@ -124,6 +124,12 @@ def validate_pod(obj: dict, check: Checker) -> None:
     for key in ("containerStatuses", "initContainerStatuses"):  # the job controller reads restarts and exit codes
         if status.get(key) is not None:
             _validate_container_statuses(status[key], check, f"status.{key}")
+    if spec.get("resourceClaims") is not None or status.get("resourceClaimStatuses") is not None or any(
+            isinstance(c, dict) and isinstance(c.get("resources"), dict) and c["resources"].get("claims") is not None
+            for group in ("containers", "initContainers") for c in spec.get(group) or []):
+        from .dra_manifest import validate_pod_claims
+
+        validate_pod_claims(spec, status, check)
     default_pod(obj)
 
 
