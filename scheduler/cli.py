@@ -159,8 +159,7 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
     progress.close()
     last = scheduler.last_session if cycles else None
     stats = last.stats.queues if last is not None else None
-    return result(cluster, cache, cycles, stats, diagnoses(last, cache),
-                  numa=scheduler.state.plugins.get("numa-aware")), bound
+    return result(cluster, cache, cycles, stats, diagnoses(last, cache)), bound
 
 
 def simulate(args: argparse.Namespace) -> int:
