@@ -15,6 +15,8 @@ from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.util import PriorityQueue
 
+from .allocate_topology import JobWorksheet, allocate_for_job, recorder
+
 log = structlog.get_logger("vcsched.allocate")
 
 
@@ -59,6 +61,7 @@ class AllocateAction(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
+        sheets: dict[str, JobWorksheet] = {}  # jobs with a hard network topology or subgroups
         for job in ssn.jobs.values():
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
@@ -69,14 +72,21 @@ class AllocateAction(Action):
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            tasks = worksheet(ssn, job)
-            if tasks.empty():
-                continue
+            if job.contains_network_topology and not ssn.topology.ready:
+                continue  # Volcano: hyperNodes are not ready for scheduling
+            if job.contains_hard_topology or job.contains_sub_job_policy:
+                sheet = sheets[job.uid] = JobWorksheet.organize(ssn, job)
+                if sheet.empty():
+                    continue
+            else:
+                tasks = worksheet(ssn, job)
+                if tasks.empty():
+                    continue
+                tasks_by_job[job.uid] = tasks
             if queue.name not in jobs_by_queue:
                 jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
                 queues.push(queue)
             jobs_by_queue[queue.name].push(job)
-            tasks_by_job[job.uid] = tasks
 
         while not queues.empty():
             queue = queues.pop()
@@ -86,6 +96,16 @@ class AllocateAction(Action):
             if jobs is None or jobs.empty():
                 continue
             job = jobs.pop()
+            sheet = sheets.get(job.uid)
+            if sheet is not None:
+                stmt = allocate_for_job(ssn, search, queue, job, sheet)
+                if stmt is not None and ssn.job_ready(job):
+                    stmt.commit()
+                    recorder(ssn).update_job(ssn, job)
+                    if not sheet.empty():
+                        jobs.push(job)
+                queues.push(queue)
+                continue
             tasks = tasks_by_job[job.uid]
             stmt = allocate_tasks(ssn, search, queue, job, tasks)
             if stmt is not None and ssn.job_ready(job):

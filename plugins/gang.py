@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vcsched.api.job_info import JobInfo
+from vcsched.api.sub_job import SubJobInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import ALLOCATED_STATUS, TaskStatus, Vote
 from vcsched.framework.interface import Plugin, Point, ValidateResult
@@ -30,6 +31,9 @@ class GangPlugin(Plugin):
         if not job.check_task_valid():
             return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK,
                                   "Not enough valid pods of each task for gang-scheduling")
+        if not job.check_sub_job_valid():
+            return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK,
+                                  "Not enough valid subGroups of each task for gang-scheduling")
         valid = job.valid_task_num()
         if valid < job.min_available:
             return ValidateResult(False, NOT_ENOUGH_TASKS,
@@ -63,11 +67,20 @@ class GangPlugin(Plugin):
 
     @staticmethod
     def job_ready(job: JobInfo) -> bool:
-        return job.check_task_ready() and job.is_ready()
+        return job.check_task_ready() and job.check_sub_job_ready() and job.is_ready()
 
     @staticmethod
     def job_pipelined(job: JobInfo) -> Vote:
-        return Vote.Permit if job.check_task_pipelined() and job.is_pipelined() else Vote.Reject
+        ok = job.check_task_pipelined() and job.check_sub_job_pipelined() and job.is_pipelined()
+        return Vote.Permit if ok else Vote.Reject
+
+    @staticmethod
+    def sub_job_order(l: SubJobInfo, r: SubJobInfo) -> int:
+        """Unready SubJobs first."""
+        lr, rr = l.is_ready(), r.is_ready()
+        if lr == rr:
+            return 0
+        return 1 if lr else -1
 
     def on_session_close(self, ssn: Session) -> None:
         """Write the Unschedulable or Scheduled condition of every job with tasks, and count the unready."""

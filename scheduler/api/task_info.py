@@ -71,6 +71,9 @@ class TaskInfo:
     shape: tuple = ()
     # "*" when the pod may run on revocable nodes (tdm), else "" (GetPodRevocableZone)
     revocable_zone: str = ""
+    # while allocate places a SubJob with a network topology: the SubJob's allocated HyperNode so far,
+    # which network-topology-aware scores nodes against (JobAllocatedHyperNode); session-only
+    job_allocated_hypernode: str = ""
 
     @property
     def init_resreq(self) -> Resource:

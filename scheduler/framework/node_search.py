@@ -101,6 +101,12 @@ class NodeSearch:
         self.batch = ssn.fns(Point.BATCH_NODE_ORDER)
         self.best_node = ssn.fns(Point.BEST_NODE)
         self.shape_fns = ssn.fns(Point.TASK_SHAPE)
+        # scorers whose score for a task exceeds a cap on a few nodes only (task-topology): the shared
+        # scores leave them out, and each task adds them where they can win (ShapeIndex.find)
+        self.bonus_scorers = ssn.fns(Point.TASK_NODE_BONUS)
+        own = [b.node_order for b in self.bonus_scorers]
+        self.own_scorers = tuple(own)
+        self.shared_scorers = tuple(fn for fn in ssn.fns(Point.NODE_ORDER) if fn not in own)
         self.indexes: dict[tuple, ShapeIndex] = {}
         # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
         # re-checks the node
@@ -184,6 +190,33 @@ class NodeSearch:
         return (task.spec.shareable and not self.ssn.has_inter_pod_terms and not self.best_node
                 and not any(b.applies(task) for b in self.batch))
 
+    def shared_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The node-order score that tasks of one shape share: every scorer but the bonus scorers."""
+        if not self.bonus_scorers:
+            return self.ssn.node_order(task, node)
+        score = 0.0
+        for fn in self.shared_scorers:
+            score += fn(task, node)
+        return score
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """``ssn.node_order``, the bonus scorers added last, as the shared path adds them."""
+        if not self.bonus_scorers:
+            return self.ssn.node_order(task, node)
+        score = self.shared_score(task, node)
+        for fn in self.own_scorers:
+            score += fn(task, node)
+        return score
+
+    def bonuses(self, task: TaskInfo) -> list:
+        """The task's NodeBonus from each bonus scorer that scores it anywhere."""
+        out = []
+        for scorer in self.bonus_scorers:
+            b = scorer.bonus(task)
+            if b is not None:
+                out.append(b)
+        return out
+
     def shape_key(self, task: TaskInfo) -> tuple | None:
         """What ``task`` shares verdicts and scores under: its shape, and what the plugins' ``TASK_SHAPE``
         functions say the verdicts depend on besides the pod (nodegroup: the task's queue); None when
@@ -239,6 +272,8 @@ class NodeSearch:
         if cached is not None:
             return self._find_direct(task, predicate_only, cached)
         shape = self.shape_key(task)
+        if shape is not None and self.bonus_scorers and ssn.state.tie_break is not None and self.bonuses(task):
+            shape = None  # drawing among tied nodes needs every node's total: node by node
         if shape is not None:
             key = (shape, predicate_only)
             index = self.indexes.get(key)
@@ -247,28 +282,57 @@ class NodeSearch:
             return index.find(task)
         return self._find_direct(task, predicate_only)
 
+    def find_in(self, task: TaskInfo, nodes: list[NodeInfo],
+                errors: PredicateErrorCache | None = None) -> Placement | FitErrors:
+        """``find`` among ``nodes`` only (a HyperNode's), node by node: a task nominated to a node among
+        them tries it first, as allocate does for a HyperNode's leaf set."""
+        predicate, scoring = self.predicate_time, self.scoring_time
+        cached = errors.for_task(task) if errors is not None else None
+        try:
+            nominated = self.ssn.nodes.get(task.nominated_node) if task.nominated_node else None
+            if (nominated is not None and any(nd is nominated for nd in nodes)
+                    and task.resreq.less_equal(nominated.future_idle()) and not (cached and nominated.name in cached)):
+                statuses = self.check(task, nominated)
+                if statuses is None:
+                    return Placement(nominated, task.resreq.less_equal(nominated.idle))
+                if cached is not None:
+                    cached[nominated.name] = statuses
+            return self._find_direct(task, False, cached, nodes)
+        finally:
+            stats = self.ssn.stats
+            stats.predicate_durations.append(self.predicate_time - predicate)
+            if self.scoring_time != scoring:
+                stats.scoring_durations.append(self.scoring_time - scoring)
+
     def _find_direct(self, task: TaskInfo, predicate_only: bool,
-                     cached: dict[str, Sequence[Status]] | None = None) -> Placement | FitErrors:
+                     cached: dict[str, Sequence[Status]] | None = None,
+                     among: list[NodeInfo] | None = None) -> Placement | FitErrors:
         ssn = self.ssn
-        nodes = self.nodes
+        nodes = self.nodes if among is None else among
         n = len(nodes)
+        if not n:
+            return FitErrors(namespace=task.namespace, task_name=task.name)
         start = ssn.state.next_start_node % n
         feasible: list[NodeInfo] = []
         failed: dict[str, Sequence[Status]] = {}
         processed = 0
         started = perf_counter()
         # ``check`` inlined (a task that fits nowhere runs this for every node)
-        resreq, predicate, k = task.resreq, ssn.predicate, self.k
+        resreq, predicate = task.resreq, ssn.predicate
+        k = self.k if among is None else ssn.state.nodes_to_find.count(n)  # numToFind of the nodes searched
         key = (resreq.milli_cpu, resreq.memory, tuple(resreq.scalars.items()))
         shortfalls = self._shortfalls.get(key)
         if shortfalls is None:
-            shortfalls = self._shortfalls[key] = ([-1] * n, [None] * n)
+            everywhere = len(self.nodes)
+            shortfalls = self._shortfalls[key] = ([-1] * everywhere, [None] * everywhere)
         gens, shorts = shortfalls
         for i in range(n):
             j = start + i
             if j >= n:
                 j -= n
             node = nodes[j]
+            if among is not None:
+                j = node.index  # the node's place in the session, which the caches are indexed by
             processed += 1
             if cached:
                 known = cached.get(node.name)
@@ -332,7 +396,7 @@ class NodeSearch:
         if len(gradient) == 1:
             return Placement(gradient[0], idle)
         started = perf_counter()
-        scores = {nd.name: ssn.node_order(task, nd) for nd in gradient}
+        scores = {nd.name: self.node_score(task, nd) for nd in gradient}
         try:
             for scorer in self.batch:
                 if scorer.applies(task):
@@ -412,7 +476,7 @@ class ShapeIndex:
         search.predicate_time += checked - started
         self.cnt[v] = 1 if ok else 0
         if ok:
-            self.score[i] = search.ssn.node_order(task, node)
+            self.score[i] = search.shared_score(task, node)
             search.scoring_time += perf_counter() - checked
         self.best1[v] = i if idle else -1
         self.best2[v] = i if ok and not idle else -1
@@ -550,10 +614,14 @@ class ShapeIndex:
             return self._failure(task, start)
         end = start + length
         ranges = ((start, end),) if end <= n else ((start, n), (0, end - n))
+        bonuses = search.bonuses(task) if search.bonus_scorers else None
         for best, idle in ((self.best1, True), (self.best2, False)):
             chosen = -1
-            for l, r in ranges:
-                chosen = self._better(chosen, self._best(best, l, r))
+            if bonuses:
+                chosen = self._best_with_bonus(best, ranges, start, bonuses)
+            else:
+                for l, r in ranges:
+                    chosen = self._better(chosen, self._best(best, l, r))
             if chosen >= 0:
                 rng = search.ssn.state.tie_break
                 if rng is not None:
@@ -562,6 +630,79 @@ class ShapeIndex:
                         chosen = rng.choice(tied)
                 return Placement(search.nodes[chosen], idle)
         return self._failure(task, start)
+
+    def _roots(self, ranges: tuple[tuple[int, int], ...]) -> list[int]:
+        """The tree nodes that cover the ranges, in search order."""
+        size = self.size
+        roots: list[int] = []
+        for l, r in ranges:
+            left: list[int] = []
+            right: list[int] = []
+            l += size
+            r += size
+            while l < r:
+                if l & 1:
+                    left.append(l)
+                    l += 1
+                if r & 1:
+                    r -= 1
+                    right.append(r)
+                l >>= 1
+                r >>= 1
+            roots += left
+            roots += reversed(right)
+        return roots
+
+    def _best_with_bonus(self, best: list[int], ranges: tuple[tuple[int, int], ...], start: int,
+                         bonuses: list) -> int:
+        """The leaf of ``best``'s gradient in the ranges with the highest shared score plus the task's
+        bonuses, the first in search order on a tie (what the direct path chooses), or -1.
+
+        The special nodes are totalled first; then a subtree is entered only when its best shared score
+        plus the bonuses' caps can reach the best total so far, so a task whose bonus is flat outside its
+        few special nodes walks about one path down the tree."""
+        nodes, score, size, n = self.search.nodes, self.score, self.size, self.n
+        depth = size.bit_length()
+        special: set[int] = set()
+        for b in bonuses:
+            special.update(b.special)
+        top, top_pos, chosen = 0.0, n, -1
+        for i in special:
+            if not 0 <= i < n or best[size + i] != i or not any(l <= i < r for l, r in ranges):
+                continue
+            total = score[i]
+            for b in bonuses:
+                total += b.score(nodes[i])
+            pos = (i - start) % n
+            if chosen < 0 or total > top or (total == top and pos < top_pos):
+                top, top_pos, chosen = total, pos, i
+        caps = [b.cap for b in bonuses]
+        stack = self._roots(ranges)[::-1]
+        while stack:
+            v = stack.pop()
+            leaf = best[v]
+            if leaf < 0:
+                continue
+            pos = ((v << (depth - v.bit_length())) - size - start) % n  # its first leaf's
+            if chosen >= 0:
+                bound = score[leaf]
+                for c in caps:
+                    bound += c
+                if bound < top or (bound == top and pos > top_pos):
+                    continue
+            if v < size:
+                stack.append(2 * v + 1)
+                stack.append(2 * v)
+                continue
+            i = v - size
+            if i in special:
+                continue
+            total = score[i]
+            for b in bonuses:
+                total += b.score(nodes[i])
+            if chosen < 0 or total > top or (total == top and pos < top_pos):
+                top, top_pos, chosen = total, pos, i
+        return chosen
 
     def _tied(self, best: list[int], ranges: tuple[tuple[int, int], ...], top: float) -> list[int]:
         """The leaves of ``best``'s gradient in the ranges that score ``top``, the best, in search order.

@@ -33,6 +33,17 @@ class StatementError(Exception):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class SavedOperation:
+    """An operation kept after its statement was discarded (``SaveOperations``), to be done again."""
+
+    op: Op
+    task: TaskInfo
+    node: str
+    eviction_occurred: bool = False
+    reason: str = ""
+
+
 class Statement:
     __slots__ = ("ssn", "operations")
 
@@ -122,6 +133,7 @@ class Statement:
             ssn.node_changes.append(node.index)
         ssn.update_task_status(task, TaskStatus.Pending)
         task.node_name = ""
+        task.job_allocated_hypernode = ""
 
     def unpipeline(self, task: TaskInfo) -> None:
         """Take a pipelined task back to Pending (backfill re-places BestEffort tasks)."""
@@ -152,6 +164,26 @@ class Statement:
     def merge(self, other: "Statement") -> None:
         self.operations.extend(other.operations)
         other.operations = []
+
+    def saved(self) -> list[SavedOperation]:
+        """``SaveOperations``: what the statement did, to be done again by ``recover`` after a discard."""
+        return [SavedOperation(op.op, op.task, op.task.node_name, op.task.eviction_occurred, op.reason)
+                for op in self.operations]
+
+    def recover(self, saved: list[SavedOperation]) -> None:
+        """``RecoverOperations``: do the saved operations again, in order (StatementError on failure)."""
+        nodes = self.ssn.nodes
+        for s in saved:
+            if s.op is Op.EVICT:
+                self.evict(s.task, s.reason)
+                continue
+            node = nodes.get(s.node)
+            if node is None:
+                raise StatementError(f"failed to find node {s.node}")
+            if s.op is Op.PIPELINE:
+                self.pipeline(s.task, node, s.eviction_occurred)
+            else:
+                self.allocate(s.task, node)
 
     def evicted_any(self) -> bool:
         return any(op.op is Op.EVICT for op in self.operations)

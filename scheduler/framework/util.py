@@ -40,6 +40,13 @@ class PriorityQueue(Generic[T]):
     def empty(self) -> bool:
         return not self._heap
 
+    def clone(self) -> "PriorityQueue[T]":
+        """A queue of the same items, popped independently of this one."""
+        other = PriorityQueue.__new__(PriorityQueue)
+        other._less = self._less
+        other._heap = list(self._heap)
+        return other
+
     @staticmethod
     def sorted(less: Callable[[T, T], bool], items: Iterable[T]) -> list[T]:
         """Items in the order repeated pops would give them."""
