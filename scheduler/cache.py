@@ -19,6 +19,7 @@ from .api.job_info import JobInfo, PodGroup
 from .api.namespace_info import NamespaceInfo, quota_status_from
 from .api.node_info import NodeInfo, NodeSpec
 from .api.node_usage import NodeUsage
+from .api.numa_info import NumaTopology, NumaTopologyError, numatopology_from
 from .api.pdb import PodDisruptionBudget, pdb_from
 from .api.pod_spec import Taint
 from .api.queue_info import QueueAffinity, QueueInfo
@@ -146,6 +147,8 @@ class Cache:
         self.dra = DraCache()
         # each node's measured load, as the metrics source last reported it (usage, rescheduling)
         self.node_usage: dict[str, NodeUsage] = {}
+        # nodeinfo.volcano.sh Numatopologies by name (the node's name): what the numa-aware plugin reads
+        self.numatopologies: dict[str, NumaTopology] = {}
 
     # -- event plumbing ------------------------------------------------------------------
 
@@ -345,6 +348,26 @@ class Cache:
                           hypernode=tree.error_at, error=tree.error)
         return tree
 
+    # -- Numatopologies ------------------------------------------------------------------------
+
+    def add_numatopology(self, obj: Mapping[str, Any]) -> None:
+        """``addNumaInfo``: the node's NUMA topology; one the scheduler cannot hold is logged and the
+        node keeps none (numa_info.NumaTopologyError)."""
+        name = obj["metadata"]["name"]
+        if not self._newer("Numatopology", name, obj):
+            return
+        try:
+            self.numatopologies[name] = numatopology_from(obj)
+        except NumaTopologyError as e:
+            log.error("Numatopology refused: its node is scheduled as one without a NUMA topology",
+                      numatopology=name, field=e.field, error=e.message)
+            self.numatopologies.pop(name, None)
+
+    update_numatopology = add_numatopology
+
+    def delete_numatopology(self, name: str) -> None:
+        self.numatopologies.pop(name, None)
+
     # -- node load from the metrics source ------------------------------------------------------
 
     def set_node_usage(self, usages: Mapping[str, NodeUsage]) -> None:
@@ -442,6 +465,6 @@ class Cache:
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
-                        dra=self.dra.snapshot())
+                        dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies))
 
 

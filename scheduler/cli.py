@@ -159,7 +159,8 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
     progress.close()
     last = scheduler.last_session if cycles else None
     stats = last.stats.queues if last is not None else None
-    return result(cluster, cache, cycles, stats, diagnoses(last, cache)), bound
+    return result(cluster, cache, cycles, stats, diagnoses(last, cache),
+                  numa=scheduler.state.plugins.get("numa-aware")), bound
 
 
 def simulate(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from ..api.job_info import JobInfo
 from ..api.namespace_info import NamespaceInfo
 from ..api.node_info import NodeAccountingError, NodeInfo
 from ..api.node_usage import NodeUsage
+from ..api.numa_info import NumaTopology
 from ..api.pdb import PodDisruptionBudget
 from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
@@ -58,6 +59,9 @@ class Snapshot:
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     # Dynamic Resource Allocation's classes, slices, claims and templates (api/dra_cache.py · DraSnapshot)
     dra: Any = None
+    # nodeinfo.volcano.sh Numatopologies by node name (the numa-aware plugin); shared, never changed
+    # by a session; keyword only, last, so that positional callers keep working
+    numatopologies: dict[str, NumaTopology] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -139,6 +143,7 @@ class Session:
         self.hypernodes = snapshot.hypernodes
         self.pdbs = snapshot.pdbs
         self.namespace_info = snapshot.namespaces
+        self.numatopologies = snapshot.numatopologies
         self.dra = snapshot.dra
         self.node_usage = snapshot.node_usage
         self.node_list = snapshot.nodes

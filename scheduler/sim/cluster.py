@@ -53,6 +53,7 @@ class SimCluster:
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)  # NodeLock effects: (node, key, value)
     pdbs: dict[str, dict[str, Any]] = field(default_factory=dict)  # policy/v1 PodDisruptionBudgets
     resource_quotas: dict[str, dict[str, Any]] = field(default_factory=dict)  # v1 ResourceQuotas
+    numatopologies: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeinfo.volcano.sh Numatopologies
     # the sessions' Events (Pods, PodGroups), aggregated as the API server's recorder counts repeats
     events: list[dict[str, Any]] = field(default_factory=list)
     # the disruption and quota controllers and the quota admission plugin (sim/policies.py)
@@ -94,6 +95,8 @@ class SimCluster:
                 c.pdbs[m.key] = obj
             elif m.kind == "ResourceQuota":
                 c.resource_quotas[m.key] = obj
+            elif m.kind == "Numatopology":
+                c.numatopologies[m.name] = obj
             elif m.kind in DRA_KINDS:
                 c.dra.add(m)
         for name, reclaimable in (("root", False), ("default", True)):
@@ -217,6 +220,8 @@ class SimCluster:
             cache.add_pdb(obj)
         for obj in self.resource_quotas.values():
             cache.add_resource_quota(obj)
+        for obj in self.numatopologies.values():
+            cache.add_numatopology(obj)
 
     def sync_policies(self, cache: Cache, now: float) -> bool:
         """The disruption and quota controllers at ``now``: PodDisruptionBudget and ResourceQuota

@@ -94,6 +94,7 @@ from .dra_manifest import (
     validate_resource_slice,
 )
 from .hypernode_manifest import validate_hypernode
+from .numatopology_manifest import validate_numatopology
 from .policy_manifest import validate_pdb, validate_resource_quota
 from .pod_manifest import PREEMPTION_POLICIES, TAINT_EFFECTS, validate_pod
 
@@ -113,6 +114,7 @@ _ACCEPTED: Mapping[tuple[str, str], bool] = MappingProxyType(
         ("topology.volcano.sh/v1alpha1", "HyperNode"): False,
         ("policy/v1", "PodDisruptionBudget"): True,
         ("v1", "ResourceQuota"): True,
+        ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"): False,
         ("resource.k8s.io/v1", "DeviceClass"): False,
         ("resource.k8s.io/v1", "ResourceSlice"): False,
         ("resource.k8s.io/v1", "ResourceClaim"): True,
@@ -659,6 +661,7 @@ _VALIDATORS = MappingProxyType(
         "HyperNode": validate_hypernode,
         "PodDisruptionBudget": validate_pdb,
         "ResourceQuota": validate_resource_quota,
+        "Numatopology": validate_numatopology,
         "DeviceClass": validate_device_class,
         "ResourceSlice": validate_resource_slice,
         "ResourceClaim": validate_resource_claim,

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ..api.numa_info import NumaLedger, numa_view
 from ..cache import Cache
 from ..framework.stats import QueueStats
 from .cluster import SimCluster
@@ -21,9 +22,11 @@ from .diagnosis import session_view, summary
 
 def result(cluster: SimCluster, cache: Cache, cycles: int,
            queue_stats: Mapping[str, QueueStats] | None = None,
-           diagnosis: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+           diagnosis: Mapping[str, dict[str, Any]] | None = None,
+           numa: NumaLedger | None = None) -> dict[str, Any]:
     """The contract's document; ``queue_stats``: the queue plugin's view at the end of the last session;
-    ``diagnosis``: why pending pods wait, with numbers (sim/diagnosis.py), by ``namespace/name``."""
+    ``diagnosis``: why pending pods wait, with numbers (sim/diagnosis.py), by ``namespace/name``;
+    ``numa``: the CPUs the numa-aware plugin gave pods (a node with a Numatopology shows ``numa``)."""
     pods = {}
     for key, pod in cluster.pods.items():
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -71,6 +74,11 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
                 for kind, d in info.devices.items() for u in session_view(info, d).describe()
             ],
         }
+        topo = cache.numatopologies.get(name)
+        if topo is not None:
+            ledger = numa or NumaLedger()
+            nodes[name]["numa"] = numa_view(topo, ledger.free_sets(name, topo, refresh=False),
+                                            ledger.nodes.get(name, {}))
     jobs = {}
     for key, job in cluster.jobs.items():
         status = job.get("status") or {}
