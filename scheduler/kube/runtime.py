@@ -36,6 +36,7 @@ from ..scheduler import Scheduler, freeze_heap
 from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
 from .health import Health, watches_check
 from .leader import LeaderElector
+from .metrics_source import NodeMetricsCollector
 from .sink import KubeSink, Retry
 from .cycles import CycleTrigger, wait_for_work
 from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
@@ -394,6 +395,8 @@ class Runtime:
         await asyncio.gather(*(r.synced.wait() for r, _ in self._mindcluster_watches.values()))
         freeze_heap()  # the cache as first listed: no full collection walks it in every later session
         self.synced.set()
+        # node load from the conf's metrics source, into the cache between sessions (usage, rescheduling)
+        self.spawn(NodeMetricsCollector(self.cache, lambda: self.scheduler.conf).run())
         log.info("caches synced", nodes=len(self.cache.nodes), pods=len(self.cache.tasks),
                  jobs=len(self.cache.jobs), queues=len(self.cache.queues))
 

@@ -278,3 +278,28 @@ def test_other_refusals_name_the_field(simulate):
     both = claim_pod("p1", {"gpu": ("claim", "c1")}).replace('"resourceClaimName": "c1"',
                                                              '"resourceClaimName": "c1", "resourceClaimTemplateName": "t"')
     _refused(simulate, both, "spec.resourceClaims[0]", "at most one of")
+
+
+def test_preempt_frees_the_victims_claim_for_the_preemptor(simulate):
+    """The victim held the node's only GPU through its claim: evicting it (for its CPU) frees the claim's
+    device in the session, so the preemptor is pipelined there, and bound once the victim is gone."""
+    from .test_preempt_reclaim import CLASSES, CONF
+
+    held = claim("low-gpu", claim_spec([{"name": "gpu", "exactly": exact()}]), status={
+        "allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "low", "uid": "low-uid"}]})
+    manifests = (CLASSES + device_class() + gpu_node("n1", 1, cpu="2") + held
+                 + podgroup("low", 1, extra="  priorityClassName: low")
+                 + claim_pod("low", {"gpu": ("claim", "low-gpu")}, cpu="2", group="low", node_name="n1",
+                             phase="Running", priority_class="low", meta={"uid": "low-uid"})
+                 + podgroup("high", 1, extra="  priorityClassName: high")
+                 + claim("high-gpu", claim_spec([{"name": "gpu", "exactly": exact()}]))
+                 + claim_pod("high", {"gpu": ("claim", "high-gpu")}, cpu="2", group="high", priority_class="high"))
+    code, out = simulate(manifests, "--cycles", "1", conf=CONF)
+    assert code == 0, out
+    assert out["evicted"] == ["default/low"]
+    code, out = simulate(manifests, conf=CONF)
+    assert code == 0, out
+    assert out["pods"]["default/high"]["node"] == "n1"
+    assert devices_of(out, "default/high-gpu") == ["gpu-0"]
+    assert out["claims"]["default/low-gpu"] == {"allocated": False, "devices": [], "reservedFor": []}
