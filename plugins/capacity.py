@@ -28,7 +28,7 @@ everything for the session, as Volcano's ``readyToSchedule``.
 
 Not here yet: DRA quotas (``capacity.DynamicResourceAllocationEnable``, issue 26: the arguments
 are read), the ``SchedulingGatesQueueAdmission`` reservations (an alpha feature, off in
-Volcano), gangpreempt/gangreclaim's ``UnifiedEvictableFn`` (issue 20).
+Volcano).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from vcsched.api.types import ALLOCATED_STATUS, PodGroupPhase, QueueState, TaskS
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.effects import Event
-from vcsched.framework.interface import Plugin, Point
+from vcsched.framework.interface import EvictionContext, EvictionKind, Plugin, Point
 from vcsched.framework.session import EventHandler
 from vcsched.framework.stats import QueueStats
 from vcsched.plugins.util import (
@@ -443,6 +443,35 @@ class CapacityPlugin(Plugin):
             victims.append(reclaimee)
         return victims, Vote.Permit
 
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo], ssn: "Session"
+                          ) -> tuple[list[TaskInfo], Vote]:
+        """gangpreempt: every candidate passes (capacity has no say in preemption).  gangreclaim: in the
+        order given, a victim leaves its queue at or above its guarantee and holds nothing the queue's
+        deserved counts, or its queue is above deserved on its dimensions (Volcano skips the
+        no-shared-dimension and ancestor checks here)."""
+        if ctx.kind is EvictionKind.GANG_PREEMPT:
+            return candidates, Vote.Permit
+        if not self.ready:
+            return [], Vote.Reject
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+        for reclaimee in candidates:
+            job = ssn.jobs.get(reclaimee.job)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            allocated = allocations.get(attr.name)
+            if allocated is None:
+                allocated = allocations[attr.name] = attr.allocated.clone()
+            if not attr.guarantee.less_equal(allocated.clone().sub(reclaimee.resreq), Default.ZERO):
+                continue
+            if intersection(reclaimee.resreq, attr.deserved) and not allocated.greater_partly_relevant(
+                    attr.deserved, reclaimee.resreq):
+                continue
+            allocated.sub(reclaimee.resreq)
+            victims.append(reclaimee)
+        return victims, Vote.Permit
+
     def _ancestors_over(self, reclaimer_attr: QueueAttr, attr: QueueAttr, reclaimee: TaskInfo,
                         allocations: dict[str, Resource], ancestor_allocations: dict[str, Resource]) -> bool:
         """With ``ancestorReclaimLevel``: each of the victim queue's ancestors up to that level that the
@@ -586,6 +615,7 @@ class CapacityPlugin(Plugin):
             ssn.add(Point.VICTIM_QUEUE_ORDER, self.name, victim_queue_order)
         ssn.add(Point.RECLAIMABLE, self.name, lambda r, rs: self.reclaimable(r, rs, ssn))
         ssn.add(Point.PREEMPTIVE, self.name, self.preemptive)
+        ssn.add(Point.UNIFIED_EVICTABLE, self.name, lambda ctx, ts: self.unified_evictable(ctx, ts, ssn))
         ssn.add(Point.ALLOCATABLE, self.name, allocatable)
         ssn.add(Point.JOB_ENQUEUEABLE, self.name, job_enqueueable)
         ssn.add(Point.JOB_ENQUEUED, self.name, job_enqueued)

@@ -25,6 +25,7 @@ class ConformancePlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         ssn.add(Point.PREEMPTABLE, self.name, evictable)
         ssn.add(Point.RECLAIMABLE, self.name, evictable)
+        ssn.add(Point.UNIFIED_EVICTABLE, self.name, evictable)  # the same rule for gangpreempt/gangreclaim
 
 
 def evictable(evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:

@@ -21,6 +21,8 @@ class GangPlugin(Plugin):
         ssn.add(Point.JOB_VALID, self.name, self.job_valid)
         ssn.add(Point.PREEMPTABLE, self.name, lambda p, ts: self.victims(ssn, ts))
         ssn.add(Point.RECLAIMABLE, self.name, lambda p, ts: self.victims(ssn, ts))
+        # gangpreempt/gangreclaim keep minAvailable by their safe/whole bundles: every candidate passes
+        ssn.add(Point.UNIFIED_EVICTABLE, self.name, lambda ctx, ts: (ts, Vote.Permit))
         ssn.add(Point.JOB_ORDER, self.name, self.job_order)
         ssn.add(Point.JOB_READY, self.name, self.job_ready)
         ssn.add(Point.JOB_PIPELINED, self.name, self.job_pipelined)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from vcsched.api.job_info import JobInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import Vote
-from vcsched.framework.interface import Plugin, Point
+from vcsched.framework.interface import EvictionContext, EvictionKind, Plugin, Point
 
 if TYPE_CHECKING:
     from vcsched.framework.session import Session
@@ -39,9 +39,22 @@ class PriorityPlugin(Plugin):
                     victims.append(preemptee)
             return victims, Vote.Permit
 
+        def unified_evictable(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Vote]:
+            """gangpreempt: victims of jobs with a lower priority than the evicting job; gangreclaim is
+            about queue shares, not priority: every candidate passes."""
+            if ctx.kind is EvictionKind.GANG_RECLAIM:
+                return candidates, Vote.Permit
+            victims = []
+            for t in candidates:
+                job = jobs.get(t.job)
+                if job is not None and job.priority < ctx.job.priority:
+                    victims.append(t)
+            return victims, Vote.Permit
+
         ssn.add(Point.TASK_ORDER, self.name, task_order)
         ssn.add(Point.JOB_ORDER, self.name, job_order)
         ssn.add(Point.PREEMPTABLE, self.name, preemptable)
+        ssn.add(Point.UNIFIED_EVICTABLE, self.name, unified_evictable)
         ssn.add(Point.JOB_STARVING, self.name, job_starving)
 
 

@@ -63,11 +63,12 @@ def plugin_classes() -> dict[str, type[Plugin]]:
 
 
 def action_classes() -> dict[str, type[Action]]:
-    from ..actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
+    from ..actions import allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle
 
     classes: list[type[Action]] = [
         enqueue.EnqueueAction, allocate.AllocateAction, backfill.BackfillAction,
         preempt.PreemptAction, reclaim.ReclaimAction, shuffle.ShuffleAction,
+        gangpreempt.GangPreemptAction, gangreclaim.GangReclaimAction,
     ]
     return {c.name: c for c in classes}
 

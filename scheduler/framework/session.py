@@ -412,6 +412,11 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(Point.RECLAIMABLE, reclaimer, reclaimees)
 
+    def unified_evictable(self, ctx, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """``UnifiedEvictable``: gangpreempt's and gangreclaim's victims, voted as ``preemptable``
+        (an ``EvictionContext`` in place of the preemptor task)."""
+        return self._victims(Point.UNIFIED_EVICTABLE, ctx, candidates)
+
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         """``VictimTasks``: the union of the victims the plugins of the first tier that names any pick
         from ``tasks``, each once, in the order first picked."""
