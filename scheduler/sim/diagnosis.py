@@ -20,21 +20,28 @@ most any node has free and where.
 A pod no node was tried for (its group not admitted, or skipped for its queue's share) gets
 ``group`` (phase, minMember), ``queue`` (what the queue plugin saw allocated and deserved, and what
 the group asks) and ``admission`` (what the plugins said when they kept the group out).  A gang
-placed in part and given back says how many members fit and where (``gang``).
+placed in part and given back says how many members fit and where (``gang``).  A node that refused the
+pod's ResourceClaims lists, per request, the DeviceClass, the selectors, and how many devices the node
+has, of the class, matching the selectors and free, beside how many are needed (``claims``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..api.dra import pod_claim_refs
+from ..api.dra_explain import allocated_state, explain_claims
+from ..api.dra_explain import summary_line as claims_summary_line
 from ..api.quantity import format_bytes, format_milli
 from ..api.resource import MEMORY, PODS, Resource
-from ..api.types import TaskStatus
+from ..api.types import StatusCode, TaskStatus
 from ..cache import Cache
 from ..framework.effects import Event
 from ..framework.session import Session
 
 INSUFFICIENT = "Insufficient "
+# the DynamicResources filter's refusals (plugins/dynamicresources.py)
+DRA_REASONS = frozenset({"cannot allocate all claims", "resourceclaim not available on the node"})
 
 
 def _amount(name: str, value: float) -> str:
@@ -59,6 +66,7 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
                 continue
             out[f"{task.namespace}/{task.name}"] = _diagnose(task.init_resreq, fe.statuses, fe.task_name, cache,
                                                              _extended_limits(task.pod))
+            _add_claims(out[f"{task.namespace}/{task.name}"], task, fe.statuses, cache)
         pg = job.podgroup
         if pg is None:
             continue
@@ -170,9 +178,12 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
         where = ", ".join(f"{pod.split('/', 1)[1]} on {node}" for pod, node in gang["placements"].items())
         lines.append(f"gang: {gang['fit']} more fit ({where}), {gang['alreadyRunning']} already placed, "
                      f"{gang['needed']} needed together")
-    shown = 0
+    shown = claims_shown = 0
     for node, entries in (diagnosis.get("nodes") or {}).items():
         for e in entries:
+            if e.get("reason") == "claims" and claims_shown < 3:
+                claims_shown += 1
+                lines += [claims_summary_line(node, r) for r in e["requests"]]
             if e.get("reason") == "devices" and shown < 3:
                 shown += 1
                 cards = "; ".join(f"{c['id']} ({c['type']}): {c['memoryFree']} MiB free of {c['memoryTotal']}, "
@@ -185,6 +196,26 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
             what += f" ({c['asked']} asked, at most {c['mostFree']} free on {c['on']})"
         lines.append(what)
     return lines
+
+
+def _add_claims(d: dict[str, Any], task: Any, statuses: dict, cache: Cache) -> None:
+    """DRA: on each node that refused the pod's claims, each request's numbers (api/dra_explain.py)."""
+    refs = pod_claim_refs(task.pod)
+    if not refs:
+        return
+    claims = [c for c in (cache.dra.claims.get(f"{task.namespace}/{r.claim}") for r in refs if r.claim) if c]
+    if not claims:
+        return
+    snap = cache.dra.snapshot()
+    state = allocated_state(snap)
+    for node_name, node_statuses in statuses.items():
+        if not any(s.reason in DRA_REASONS or s.code == StatusCode.Error for s in node_statuses):
+            continue
+        node = cache.nodes.get(node_name)
+        labels = node.spec.labels if node is not None else {}
+        requests = explain_claims(claims, node_name, labels, snap, state)
+        if requests:
+            d["nodes"].setdefault(node_name, []).append({"reason": "claims", "requests": requests})
 
 
 def _resources(r: dict[str, str]) -> str:

@@ -303,3 +303,19 @@ def test_preempt_frees_the_victims_claim_for_the_preemptor(simulate):
     assert out["pods"]["default/high"]["node"] == "n1"
     assert devices_of(out, "default/high-gpu") == ["gpu-0"]
     assert out["claims"]["default/low-gpu"] == {"allocated": False, "devices": [], "reservedFor": []}
+
+
+def test_a_pod_pending_on_its_claims_says_which_request_selector_and_how_many_devices(simulate):
+    manifests = (device_class(DRIVER, f"device.driver == '{DRIVER}'")
+                 + gpu_node("n1", 3, models=["a100", "h100", "a100"])
+                 + template("two-a100", claim_spec([{"name": "gpu", "exactly": exact(count=2, selectors=(A100,))}]))
+                 + claim_pod("p1", {"gpus": ("template", "two-a100")})
+                 + claim_pod("p2", {"gpus": ("template", "two-a100")}))
+    code, out = simulate(manifests)
+    assert code == 0
+    entry = out["pods"]["default/p2"]["diagnosis"]["nodes"]["n1"][-1]
+    assert entry["reason"] == "claims"
+    assert entry["requests"] == [{
+        "claim": pod_claim(out, "default/p2", "gpus"), "request": "gpu", "deviceClass": DRIVER,
+        "selectors": [f"device.driver == '{DRIVER}'", A100],
+        "devices": 3, "ofClass": 3, "matched": 2, "free": 0, "needed": 2}]
