@@ -58,6 +58,7 @@ from vcsched.framework.statement import Statement, StatementError
 from vcsched.framework.topology import CLUSTER_TOP, PURPOSE_EVICT, SessionHyperNode
 from vcsched.framework.util import PriorityQueue
 
+from .allocate import node_search
 from .victims import NodeFailures, commit, evicted_resources, preempt_predicate_fails
 
 log = structlog.get_logger("vcsched.gang_eviction")
@@ -496,6 +497,7 @@ def _feasible_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo],
     start = ssn.state.next_start_node % n
     failed = failures.for_task(task) if failures is not None else None
     resreq = task.init_resreq
+    future_idle = node_search(ssn).future_idle  # cached per node generation
     feasible: list[NodeInfo] = []
     processed = 0
     for i in range(n):
@@ -503,7 +505,7 @@ def _feasible_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo],
         processed += 1
         if failed is not None and node.index in failed:
             continue
-        if not resreq.less_equal(node.future_idle()) or preempt_predicate_fails(ssn, task, node):
+        if not resreq.less_equal(future_idle(node)) or preempt_predicate_fails(ssn, task, node):
             if failed is not None:
                 failed.add(node.index)
             continue
