@@ -60,6 +60,7 @@ queue's layout (Volcano pushes the tasks in map order).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Iterable
 
 import structlog
@@ -71,7 +72,7 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import TASK_SPEC_KEY, TaskStatus
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.effects import Event
-from vcsched.framework.interface import Plugin, Point
+from vcsched.framework.interface import BonusScorer, NodeBonus, Plugin, Point
 from vcsched.framework.session import EventHandler
 
 if TYPE_CHECKING:
@@ -354,7 +355,7 @@ def invalid_topology_message(error: TopologyError, value: str) -> str:
             f"ignores the job's task topology")
 
 
-class TaskTopologyPlugin(Plugin):
+class TaskTopologyPlugin(Plugin, BonusScorer):
     name = PLUGIN_NAME
 
     def __init__(self, arguments: Arguments) -> None:
@@ -363,6 +364,7 @@ class TaskTopologyPlugin(Plugin):
         self.managers: dict[str, JobManager] = {}
         # node name → (node, generation, idle + releasing): the score's node capacity, once per change
         self._capacity: dict[str, tuple[NodeInfo, int, Resource]] = {}
+        self._nodes: dict[str, NodeInfo] = {}
 
     # -- session open ---------------------------------------------------------------------------
 
@@ -415,14 +417,18 @@ class TaskTopologyPlugin(Plugin):
         self.init_buckets(ssn)
         ssn.add(Point.TASK_ORDER, self.name, self.task_order)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
-        # a task in a bucket scores by its own bucket and by every placement of its job: it searches
-        # node by node; the others score 0 everywhere and share their shape's work
+        # a task in a bucket scores above its bucket's pending count only where its job has pods: the
+        # node search shares the other scorers' work and adds this score where it can win (bonus);
+        # with a negative weight no cap holds, and such a task searches node by node
         ssn.add(Point.TASK_SHAPE, self.name, self.task_shape)
+        ssn.add(Point.TASK_NODE_BONUS, self.name, self)
+        self._nodes = ssn.nodes
         ssn.add_event_handler(EventHandler(allocate=self.allocated))
 
     def on_session_close(self, ssn: "Session") -> None:
         self.managers = {}
         self._capacity = {}
+        self._nodes = {}
 
     # -- callbacks --------------------------------------------------------------------------------
 
@@ -431,7 +437,21 @@ class TaskTopologyPlugin(Plugin):
         return manager.pod_bucket.get(task.uid) if manager is not None else None
 
     def task_shape(self, task: TaskInfo) -> str | None:
-        return None if self.bucket_of(task) is not None else ""
+        return None if self.weight < 0 and self.bucket_of(task) is not None else ""
+
+    def bonus(self, task: TaskInfo) -> NodeBonus | None:
+        """Where the task's score can exceed what its bucket's pending tasks give (the cap): the nodes
+        holding the bucket's pods or the job's; None when it scores 0 everywhere."""
+        manager = self.managers.get(task.job)
+        if manager is None or self.weight == 0:
+            return None
+        bucket = manager.pod_bucket.get(task.uid)
+        if bucket is None:
+            return None
+        nodes = self._nodes
+        special = [nodes[name].index for name in bucket.nodes if name in nodes]
+        special += [nodes[name].index for name in manager.node_task_set if name in nodes]
+        return NodeBonus(partial(self.node_order, task), self.scale(len(bucket.tasks), manager), special)
 
     def task_order(self, l: TaskInfo, r: TaskInfo) -> int:
         """``TaskOrderFn``: -1 puts ``l`` first."""
@@ -490,13 +510,16 @@ class TaskTopologyPlugin(Plugin):
                 break
         return score, manager
 
-    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        """``NodeOrderFn``."""
-        score, manager = self.bucket_score(task, node)
+    def scale(self, score: int, manager: JobManager | None) -> float:
         value = float(score * self.weight)
         if manager is not None and manager.bucket_max_size:
             value = value * MAX_NODE_SCORE / manager.bucket_max_size
         return value
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        """``NodeOrderFn``."""
+        score, manager = self.bucket_score(task, node)
+        return self.scale(score, manager)
 
     def allocated(self, task: TaskInfo) -> None:
         """``AllocateFunc``."""

@@ -155,6 +155,32 @@ def queue_tree(leaves: int, nodes: int, node_cpu: str) -> list[dict]:
     return queues
 
 
+# --task-topology: ps/worker jobs with task-topology annotations, the plugin after predicates
+TASK_TOPOLOGY_PLUGIN = "  - name: task-topology\n    arguments:\n      task-topology.weight: 10\n"
+TASK_TOPOLOGY_ANNOTATIONS = {
+    "volcano.sh/task-topology-affinity": "ps,worker",
+    "volcano.sh/task-topology-anti-affinity": "ps",
+    "volcano.sh/task-topology-task-order": "ps,worker",
+}
+
+
+def task_topology_jobs(podgroups: list[dict], pods: list[dict]) -> None:
+    """Each job becomes a ps/worker job as a TensorFlow job is: its first quarter of pods (one at least)
+    ``ps``, the rest ``worker`` (``volcano.sh/task-spec``, annotation and label, as the Job controller
+    writes it); its PodGroup asks ps with workers, ps apart, ps first."""
+    members: dict[str, list[dict]] = {}
+    for p in pods:
+        members.setdefault(p["metadata"]["annotations"]["scheduling.k8s.io/group-name"], []).append(p)
+    for pg in podgroups:
+        pg["metadata"]["annotations"] = dict(TASK_TOPOLOGY_ANNOTATIONS)
+        mine = members.get(pg["metadata"]["name"], [])
+        ps = max(1, len(mine) // 4)
+        for i, p in enumerate(mine):
+            role = "ps" if i < ps else "worker"
+            p["metadata"]["annotations"]["volcano.sh/task-spec"] = role
+            p["metadata"].setdefault("labels", {})["volcano.sh/task-spec"] = role
+
+
 def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict],
                queues: list[dict] = ()) -> Cache:
     """``cache`` with the bench's priority classes, root and default queues (Open), ``queues``, then the cluster."""
@@ -271,12 +297,16 @@ def run(args: argparse.Namespace) -> BenchResult:
     queues: list[dict] = []
     if args.queue_tree and not args.conf:
         conf_text = conf_text.replace("  - name: proportion\n", QUEUE_TREE_PLUGIN)
+    if getattr(args, "task_topology", False) and not args.conf:
+        conf_text = conf_text.replace("  - name: predicates\n", "  - name: predicates\n" + TASK_TOPOLOGY_PLUGIN, 1)
     conf = parse_conf(conf_text)
     running: list[dict] = []
     if args.preempt:
         nodes, podgroups, pods, running = build_preempt_cluster(args)
     else:
         nodes, podgroups, pods = build_cluster(args)
+    if getattr(args, "task_topology", False):
+        task_topology_jobs(podgroups, pods)
     if args.queue_tree:
         queues = queue_tree(args.queue_tree, args.nodes, args.node_cpu)
         leaves = [q["metadata"]["name"] for q in queues if q["metadata"]["name"].startswith("leaf-")]
@@ -355,6 +385,10 @@ def bench(args: argparse.Namespace) -> int:
         from .kube.apibench import run_apiserver_bench
 
         return run_apiserver_bench(args)
+    if args.task_topology and args.gang_size < 2:
+        print("vcsched bench: --task-topology: expected --gang-size of at least 2 (a ps and a worker per job)",
+              file=sys.stderr)
+        return 2
     if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
         print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
         return 2
@@ -431,6 +465,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--queue-tree", type=int, default=0, metavar="N",
                    help="jobs round robin over N leaf queues under ten departments, scheduled by capacity with "
                         "enableHierarchy in place of proportion (each leaf deserves an equal part of the CPU)")
+    p.add_argument("--task-topology", action="store_true",
+                   help="ps/worker jobs (a quarter ps) whose PodGroups carry task-topology annotations (ps with "
+                        "workers, ps apart, ps first), with the task-topology plugin (weight 10) beside predicates; "
+                        "needs --gang-size 2 or more")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)

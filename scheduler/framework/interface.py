@@ -48,6 +48,10 @@ class Point(Enum):
     # queue, say), a hashable value, or None when they cannot be shared with another task at all;
     # tasks share the node search's work only when their pods' shapes and these values agree
     TASK_SHAPE = "enablePredicate|enableNodeOrder#taskShape"
+    # vcsched's own: a NODE_ORDER scorer whose score for a task rises above a cap on a few nodes only
+    # (task-topology's buckets), a BonusScorer: the node search shares the other scorers' work between
+    # tasks of one shape and adds this score per task where it can win
+    TASK_NODE_BONUS = "enableNodeOrder#taskNodeBonus"
     # preempt's dry run (enableTopologyAwarePreemption, session_plugins.go): the cycle state a
     # plugin's PrePredicateFn writes, built only when the dry run reads it; the simulate hooks
     CYCLE_STATE = "enablePredicate#cycleState"
@@ -130,6 +134,32 @@ class EvictionContext:
 class ScoringError(Exception):
     """A batch scorer could not score the nodes (the extender's prioritize failing).  Volcano's
     ``PrioritizeNodes`` then returns no scores, so no node of that gradient is chosen."""
+
+
+class NodeBonus:
+    """One task's score from a BonusScorer: ``score(node)``, which is at most ``cap`` on every node
+    but the ``special`` ones (indexes in the session's node list)."""
+
+    __slots__ = ("score", "cap", "special")
+
+    def __init__(self, score, cap: float, special) -> None:
+        self.score = score
+        self.cap = cap
+        self.special = special
+
+
+class BonusScorer:
+    """A node scorer registered under ``Point.NODE_ORDER`` (its ``node_order``) and, itself, under
+    ``Point.TASK_NODE_BONUS``.  ``bonus(task)`` says where the task's score can exceed a cap (a
+    NodeBonus; None when it is 0 everywhere), so that tasks of one shape may share the other scorers'
+    work: ``node_order`` is then called for the task on its special nodes and on the nodes whose shared
+    score plus the cap can still win, and nowhere else."""
+
+    def node_order(self, task, node) -> float:
+        raise NotImplementedError
+
+    def bonus(self, task) -> NodeBonus | None:
+        raise NotImplementedError
 
 
 class ValidateResult:

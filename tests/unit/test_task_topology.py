@@ -294,3 +294,56 @@ def test_taking_out_pods_until_the_bucket_fits():
     ps = j.tasks["uid-job1-ps-0"]
     assert plugin.bucket_score(ps, n)[0] == 6 - 4
     assert TaskStatus.Pending in j.by_status
+
+
+# -- the node search: shared work plus the task's bucket score, as node by node ----------------------
+
+
+def bench_placements(monkeypatch, shared: bool, conf_text: str, nodes: int, pods: int, gang: int,
+                     weight: int = 10) -> list[tuple[str, str]]:
+    """Bench jobs made ps/worker jobs (``bench --task-topology``), two sessions; the binds in order."""
+    import argparse
+
+    from vcsched import bench
+    from vcsched.conf import parse_conf
+    from vcsched.framework.effects import Bind
+    from vcsched.framework.node_search import NodeSearch
+
+    from . import bench_cluster
+
+    def build(args):
+        nodes_, pgs, pods_ = bench.build_cluster(args)
+        bench.task_topology_jobs(pgs, pods_)
+        return nodes_, pgs, pods_
+
+    monkeypatch.setattr(bench_cluster, "build_cluster", build)
+    if not shared:
+        monkeypatch.setattr(NodeSearch, "shareable", lambda self, task: False)
+    plugin = bench.TASK_TOPOLOGY_PLUGIN.replace("weight: 10", f"weight: {weight}")
+    conf = parse_conf(conf_text.replace("  - name: predicates\n", "  - name: predicates\n" + plugin, 1))
+    args = argparse.Namespace(nodes=nodes, node_cpu="8", node_memory="16Gi", node_pods=20, pods=pods,
+                              gang_size=gang, cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7)
+    effects = bench_cluster.run_cycles(args, conf, 2)
+    monkeypatch.undo()
+    return [(e.name, e.node) for e in effects if isinstance(e, Bind)]
+
+
+ONLY_TOPOLOGY = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+
+
+@pytest.mark.parametrize("conf_name, nodes, pods, gang, weight", [
+    ("default", 150, 900, 4, 10), ("default", 40, 400, 8, 10), ("default", 60, 500, 6, 1),
+    ("only-topology", 60, 600, 8, 10),
+])
+def test_shared_search_with_bucket_scores_equals_node_by_node(monkeypatch, conf_name, nodes, pods, gang, weight):
+    """The node search shares the other scorers' work and adds each task's bucket score where it can win
+    (its bucket's and job's nodes, and where the shared score plus its cap still reaches the best): the
+    same placements, pod by pod, as scoring every node for every task; on a cluster that fills up, so that
+    buckets stop fitting nodes (the score below the cap on ordinary nodes)."""
+    from vcsched.conf import DEFAULT_SCHEDULER_CONF
+
+    conf_text = DEFAULT_SCHEDULER_CONF if conf_name == "default" else ONLY_TOPOLOGY
+    direct = bench_placements(monkeypatch, False, conf_text, nodes, pods, gang, weight)
+    shared = bench_placements(monkeypatch, True, conf_text, nodes, pods, gang, weight)
+    assert shared == direct
+    assert len(direct) > pods // 3
