@@ -274,7 +274,7 @@ class HttpClient:
         target = (path.path or "/") + (f"?{path.query}" if path.query else "")
         self.deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            status, answer = self._exchange(target, body, want_answer)
+            status, answer, over = self._exchange(target, body, want_answer)
         except TimeoutError:
             self.close()
             raise ExtenderError(f'Post "{url}": context deadline exceeded (Client.Timeout exceeded)') from None
@@ -290,11 +290,11 @@ class HttpClient:
         try:
             return wire.first_value(answer)
         except wire.DecodeError as e:
-            if len(answer) > MAX_BODY_SIZE:
-                raise ExtenderError("http: request body too large") from None
-            raise ExtenderError(str(e)) from None
+            # past the limit, Go's decoder stops with the reader's error unless the value ended before it
+            raise ExtenderError("http: request body too large" if over else str(e)) from None
 
-    def _exchange(self, target: str, body: bytes, want_answer: bool) -> tuple[int, bytes]:
+    def _exchange(self, target: str, body: bytes, want_answer: bool) -> tuple[int, bytes, bool]:
+        """The answer's status and body (its first ``MAX_BODY_SIZE`` bytes), and whether it was longer."""
         headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         for attempt in (0, 1):
             conn, reused = self._connection()
@@ -310,7 +310,7 @@ class HttpClient:
         if resp.status != 200 or not want_answer:
             # Volcano does not read these bodies; the connection is not reused
             self.close()
-            return resp.status, b""
+            return resp.status, b"", False
         chunks, size = [], 0
         while size <= MAX_BODY_SIZE:
             chunk = resp.read(_READ_CHUNK)
@@ -318,9 +318,11 @@ class HttpClient:
                 break
             chunks.append(chunk)
             size += len(chunk)
+        data = b"".join(chunks)
         if size > MAX_BODY_SIZE:
             self.close()
-        return 200, b"".join(chunks)
+            return 200, data[:MAX_BODY_SIZE], True
+        return 200, data, False
 
 
 def _reason(e: BaseException) -> str:
