@@ -200,6 +200,10 @@ def _kind(value: Any) -> str:
 
 
 def _one_line(e: Exception) -> str:
+    """A YAML error as its problem and where (PyYAML's text quotes the whole context)."""
+    problem, mark = getattr(e, "problem", None), getattr(e, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
     return " ".join(str(e).split())
 
 

@@ -45,7 +45,8 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
 )
 
 
-# The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector.
+# The controllers (scheduler/kube/controllers.py): Job, PodGroup-for-bare-pods, Queue, garbage collector,
+# HyperNode discovery (scheduler/kube/hypernode_discovery.py).
 # Their informers list and watch with the verbs above; nothing else.
 CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("batch.volcano.sh", "jobs", ("get", "list", "watch"), "the Jobs to reconcile"),
@@ -76,6 +77,13 @@ CONTROLLER_ACCESS: tuple[Access, ...] = (
     Access("apps", "statefulsets", ("get", "list", "watch"),
            "a bare pod's owner: annotations its PodGroup inherits; scaled to 0 its PodGroup goes (WorkLoadSupport)"),
     Access("batch", "jobs", ("get",), "a bare pod's owner (batch/v1 Job): annotations its PodGroup inherits"),
+    Access("", "nodes", ("get", "list", "watch"), "HyperNode discovery: the nodes' network topology labels"),
+    Access("", "configmaps", ("list", "watch"),
+           "HyperNode discovery: the controllers' ConfigMap (networkTopologyDiscovery), watched by its name"),
+    Access("topology.volcano.sh", "hypernodes", ("get", "list", "watch"),
+           "HyperNode discovery: the HyperNodes it made, and the names in use"),
+    Access("topology.volcano.sh", "hypernodes", ("create", "update", "delete"),
+           "HyperNode discovery: the HyperNodes node labels describe (label volcano.sh/network-topology-source=label)"),
 )
 
 

@@ -27,6 +27,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lease-namespace", default="volcano-system")
     p.add_argument("--configmap-name", default="volcano-scheduler-configmap")
     p.add_argument("--configmap-namespace", default="volcano-system")
+    # Volcano's hypernode controller finds its ConfigMap from its pod's namespace and Helm release name
+    release = os.environ.get("HELM_RELEASE_NAME") or "volcano"
+    p.add_argument("--controller-configmap-name", default=f"{release}-controller-configmap",
+                   help="the controllers' ConfigMap (key volcano-controller.conf: networkTopologyDiscovery, "
+                        "HyperNodes from node labels); default $HELM_RELEASE_NAME-controller-configmap, "
+                        "volcano-controller-configmap without it")
+    p.add_argument("--controller-configmap-namespace",
+                   default=os.environ.get("KUBE_POD_NAMESPACE") or "volcano-system", help="its namespace (default $KUBE_POD_NAMESPACE, else volcano-system)")
     p.add_argument("--default-queue", default="default",
                    help="queue of PodGroups that name none; created at start with root when absent (default default)")
     p.add_argument("--components", default="scheduler,controllers",
@@ -110,7 +118,9 @@ def run_command(args: Any) -> int:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, on_signal)
             ctl_options = ControllerOptions(scheduler_names=(args.scheduler_name,),
-                                            inherit_owner_annotations=args.inherit_owner_annotations == "true")
+                                            inherit_owner_annotations=args.inherit_owner_annotations == "true",
+                                            discovery_namespace=args.controller_configmap_namespace,
+                                            discovery_configmap=args.controller_configmap_name)
             return await run_components(client, controller_client, runtime, stop, ctl_options, elector,
                                         listen=args.listen)
         finally:

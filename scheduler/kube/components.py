@@ -52,6 +52,8 @@ def build_informers(ctl: Controllers, client: KubeClient, watch_timeout: float =
     for group, version, plural, index, handler in WATCHED:
         informers.add(Kind(group, version, plural, namespaced=False), listers.get(index or ""),
                       getattr(ctl, handler) if handler else None)
+    for kind, lister, on_event, options in ctl.hypernode_discovery.watches():  # nodes, HyperNodes, its ConfigMap
+        informers.add(kind, lister, on_event, **options)
     return informers
 
 

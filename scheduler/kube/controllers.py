@@ -1,5 +1,6 @@
 """The controllers in Kubernetes mode: Volcano's job, PodGroup (bare pods), queue and garbage-collector
-controllers as event handlers that call the pure reconcile functions of scheduler/controllers.
+controllers as event handlers that call the pure reconcile functions of scheduler/controllers, and its
+hypernode controller's discovery of HyperNodes from node labels (scheduler/kube/hypernode_discovery.py).
 
 - An informer per kind the controllers read (scheduler/kube/informer.py: a Reflector keeping a
   ``Lister``'s index, as Volcano's listers: a Job, its pods by the job-name label, its PodGroup, the
@@ -50,6 +51,7 @@ from ..metrics import ControllerMetrics
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
                   PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient, warn_unless_denied)
+from .hypernode_discovery import HyperNodeDiscovery
 from .lister import Lister, pod_index_keys, podgroup_queue_keys
 
 log = structlog.get_logger("vcsched.controllers")
@@ -77,6 +79,9 @@ class ControllerOptions:
     # mostly on the API server's commit, not on CPU: at 500 nodes / 5,000 pods 64 left the backlog
     # waiting on the PodGroups, 128 did not, 256 was no faster (docs/real-apiserver-bench.md)
     podgroup_workers: int = 128
+    # HyperNode discovery's configuration: Volcano's <release>-controller-configmap in the release namespace
+    discovery_namespace: str = "volcano-system"
+    discovery_configmap: str = "volcano-controller-configmap"
 
 
 @dataclass(slots=True)
@@ -161,6 +166,11 @@ class Controllers:
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        o = self.options  # the hypernode controller: HyperNodes from node labels
+        self.hypernode_discovery = HyperNodeDiscovery(
+            client, self.event, self._spawn, namespace=o.discovery_namespace, name=o.discovery_configmap,
+            conflict_retries=o.conflict_retries, max_requeue=o.max_requeue, requeue_base=o.requeue_base,
+            requeue_cap=o.requeue_cap)
 
     @property
     def listers(self) -> list[Lister]:

@@ -50,13 +50,16 @@ class InformerSet:
         self._queued: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def add(self, kind: Kind, lister: Any | None, handler: Handler | None) -> None:
-        """Watch ``kind`` (all namespaces): ``lister`` (a Lister, or None) indexes it; ``handler`` (or None)
-        gets its events."""
+    def add(self, kind: Kind, lister: Any | None, handler: Handler | None, *, namespace: str | None = None,
+            field_selector: str | None = None, optional: bool = False) -> None:
+        """Watch ``kind`` (all namespaces, or ``namespace``; ``field_selector``: those objects only):
+        ``lister`` (a Lister, or None) indexes it; ``handler`` (or None) gets its events.  ``optional``: a
+        kind the API server may not serve (its CRD not installed) is taken as empty until it is."""
         base, cap = self.watch_backoff
         feed = _Feed(self, kind.plural, lister, handler)
         self.reflectors.append(Reflector(self.client, kind, feed, watch_timeout=self.watch_timeout,
-                                         backoff=Backoff(base, cap)))
+                                         backoff=Backoff(base, cap), namespace=namespace,
+                                         field_selector=field_selector, optional=optional))
 
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(r.run()) for r in self.reflectors]

@@ -175,6 +175,8 @@ def test_deployment_runs_vcsched_with_leader_election(default):
         "leader-elect": None,
         "lease-name": "vcsched",
         "lease-namespace": "volcano-system",
+        "controller-configmap-name": "volcano-controller-configmap",
+        "controller-configmap-namespace": "volcano-system",
     }
     pod = deployment["spec"]["template"]
     assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
@@ -428,6 +430,28 @@ def test_bad_values_are_refused_with_a_message(chart, values, message):
     with pytest.raises(helm.HelmError) as err:
         chart.render(values, name="vcsched", namespace="volcano-system")
     assert message in str(err.value)
+
+
+def test_controller_configmap_is_made_from_values_and_named_to_the_controllers(chart):
+    """controllers.config: Volcano's controller ConfigMap (key volcano-controller.conf), which HyperNode
+    discovery reads; without it none is made; with the controllers off neither it nor the flags."""
+    from vcsched.controllers.hypernode_discovery import CONFIG_KEY, load_config, parse_label_config
+
+    text = ("networkTopologyDiscovery:\n  - source: label\n    enabled: true\n    config:\n"
+            "      networkTopologyTypes:\n        a2:\n          - nodeLabel: volcano.sh/tor\n"
+            "          - nodeLabel: kubernetes.io/hostname\n")
+    out = render(chart, {"controllers": {"config": text, "configMapName": "hn-conf"}}, namespace="gpu-sched")
+    cm = out.by_kind_name[("ConfigMap", "hn-conf")]
+    assert cm["metadata"]["namespace"] == "gpu-sched"
+    cfg = load_config(cm["data"])
+    assert cm["data"][CONFIG_KEY].strip() == text.strip()
+    assert dict(parse_label_config(cfg.source("label").config).types) == {"a2": ("volcano.sh/tor",)}
+    args = flags(container_args(out.one("Deployment")))
+    assert (args["controller-configmap-name"], args["controller-configmap-namespace"]) == ("hn-conf", "gpu-sched")
+    off = render(chart, {"controllers": {"enabled": False, "config": text}})
+    assert ("ConfigMap", "volcano-controller-configmap") not in off.kinds_names()
+    assert not {"controller-configmap-name", "controller-configmap-namespace"} & \
+        flags(container_args(off.one("Deployment"))).keys()
 
 
 def test_single_replica_without_leader_election(chart):

@@ -304,11 +304,13 @@ def reads(api: ApiServer, agent: str = CONTROLLER_AGENT) -> list[str]:
             and len(r.url.path.strip("/").split("/")) > (2 if r.url.path.startswith("/api/") else 3)]  # not discovery
 
 
-INITIAL_LISTS = ["list /api/v1/pods", "list /apis/apps/v1/replicasets", "list /apis/apps/v1/statefulsets",
+INITIAL_LISTS = ["list /api/v1/namespaces/volcano-system/configmaps", "list /api/v1/nodes",
+                 "list /api/v1/pods", "list /apis/apps/v1/replicasets", "list /apis/apps/v1/statefulsets",
                  "list /apis/batch.volcano.sh/v1alpha1/jobs", "list /apis/bus.volcano.sh/v1alpha1/commands",
                  "list /apis/scheduling.k8s.io/v1/priorityclasses",
                  "list /apis/scheduling.volcano.sh/v1beta1/podgroups",
-                 "list /apis/scheduling.volcano.sh/v1beta1/queues"]
+                 "list /apis/scheduling.volcano.sh/v1beta1/queues",
+                 "list /apis/topology.volcano.sh/v1alpha1/hypernodes"]  # nodes to configmaps: HyperNode discovery
 
 
 @pytest.mark.asyncio
@@ -404,7 +406,7 @@ async def test_the_handlers_start_after_the_initial_lists(api):
     await run(api, body)
     watched = {r.resource.plural for r in api.requests if r.resource and r.params.get("watch") == "true"}
     assert watched == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
-                       "priorityclasses"}
+                       "priorityclasses", "nodes", "hypernodes", "configmaps"}
     # one initial list per kind; every later read came from the indexes
     assert sorted(reads(api)) == INITIAL_LISTS
     # no handler ran before every kind was listed
@@ -414,7 +416,7 @@ async def test_the_handlers_start_after_the_initial_lists(api):
     listed = {r.resource.plural for agent, r in sent[:first_write] if agent.startswith(CONTROLLER_AGENT)
               and r.resource and r.method.value == "GET" and r.params.get("watch") != "true" and r.name is None}
     assert listed == {"jobs", "pods", "podgroups", "queues", "commands", "replicasets", "statefulsets",
-                      "priorityclasses"}
+                      "priorityclasses", "nodes", "hypernodes", "configmaps"}
 
 
 @pytest.mark.asyncio
