@@ -313,6 +313,18 @@ def test_job_ready_holds_a_job_back(run):
     assert all(set(b) == {"job"} for b in ext.bodies("ready"))
 
 
+@pytest.mark.parametrize("ignorable, bound", [(True, False), (False, True)])
+def test_job_ready_and_queue_overused_failing(run, ignorable, bound):
+    """extender.go answers ``!ignorable`` for both: ignorable, the job is not ready (and the queue not
+    overused); not ignorable, the job is ready, and an overused queue takes nothing."""
+    url = f"http://127.0.0.1:{unused_port()}/ext"
+    manifests = node("n1") + podgroup("a", 1) + pod("a-0", group="a")
+    code, out, _ = run(manifests, conf(url, jobReadyVerb="ready", ignorable=ignorable), "--cycles", "1")
+    assert code == 0 and (out["pods"]["default/a-0"]["node"] == "n1") is bound
+    code, out, _ = run(manifests, conf(url, queueOverusedVerb="over", ignorable=ignorable), "--cycles", "1")
+    assert code == 0 and (out["pods"]["default/a-0"]["node"] == "n1") is ignorable
+
+
 def test_queue_overused_stops_allocation_in_the_queue(run):
     manifests = node("n1") + podgroup("a", 1) + pod("a-0", group="a")
     with LoopbackExtender({"over": lambda b: {"overused": True}}) as ext:
