@@ -26,9 +26,12 @@ capability is unbounded and its deserved and guarantee are its children's sums. 
 missing parent, a job in a queue that has children or no ``root`` queue make the plugin refuse
 everything for the session, as Volcano's ``readyToSchedule``.
 
-Not here yet: DRA quotas (``capacity.DynamicResourceAllocationEnable``, issue 26: the arguments
-are read), the ``SchedulingGatesQueueAdmission`` reservations (an alpha feature, off in
-Volcano).
+DRA quotas (``capacity.DynamicResourceAllocationEnable``): ``deviceclass/<class>`` and
+``<dimension>.deviceclass/<class>`` keys, checked beside the resources (plugins/capacity_dra.py).
+``capacity.DRAConsumableCapacityEnable`` follows the DRAConsumableCapacity feature gate, on as in
+Kubernetes 1.36 (the simulate contract's switches).
+
+Not here yet: the ``SchedulingGatesQueueAdmission`` reservations (an alpha feature, off in Volcano).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ from vcsched.framework.arguments import Arguments
 from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import EvictionContext, EvictionKind, Plugin, Point
+
+from .capacity_dra import DraQuota, TaskDra, job_min_dra, task_dra
 from vcsched.framework.session import EventHandler
 from vcsched.framework.stats import QueueStats
 from vcsched.plugins.util import (
@@ -90,12 +95,14 @@ class QueueAttr:
     share: float = 0.0
     ancestors: tuple[str, ...] = ()  # root first
     children: dict[str, "QueueAttr"] = field(default_factory=dict)
+    dra: DraQuota | None = None  # DeviceClass quotas (capacity.DynamicResourceAllocationEnable)
 
     def clone(self) -> "QueueAttr":
         """A copy for preempt's dry run, which reads only the resources and the ancestors."""
         return QueueAttr(self.name, self.deserved.clone(), self.capability.clone(), self.guarantee.clone(),
                          self.real_capability.clone(), self.allocated.clone(), self.request.clone(),
-                         self.inqueue.clone(), self.elastic.clone(), self.share, self.ancestors)
+                         self.inqueue.clone(), self.elastic.clone(), self.share, self.ancestors,
+                         dra=self.dra.clone() if self.dra is not None else None)
 
 
 @dataclass(slots=True)
@@ -156,7 +163,9 @@ class CapacityPlugin(Plugin):
         self.ancestor_reclaim_level = arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0)
         # read (and type-checked) now; DRA quotas come with DRA itself
         self.dra_enable = arguments.get_bool(DRA_ENABLE, True)
-        self.dra_consumable_capacity_enable = arguments.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, False)
+        self.dra_consumable_capacity_enable = arguments.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
+        self._dra_snap = None
+        self._task_dra: dict[str, TaskDra | None] = {}
         self.total = Resource()
         self.attrs: dict[str, QueueAttr] = {}
         self.hierarchy = False
@@ -171,6 +180,8 @@ class CapacityPlugin(Plugin):
             self.ancestor_reclaim_level = 0
         self.total = plain(ssn.total_resource)
         self.attrs = {}
+        self._dra_snap = ssn.dra if self.dra_enable and ssn.dra is not None else None
+        self._task_dra = {}
         self.hierarchy = ssn.hierarchy_enabled(self.name)
         if self.hierarchy:
             self.ready = self._build_tree(ssn)
@@ -214,6 +225,7 @@ class CapacityPlugin(Plugin):
             if attr is None:
                 attr = self.attrs[job.queue] = self._flat_attr(ssn.queues[job.queue], total_guarantee)
             self._add_usage(attr, self._account(job))
+            self._add_dra_usage((attr,), job)
         for attr in self.attrs.values():
             attr.deserved.min_dimension(attr.real_capability, Default.INFINITY)
             attr.deserved = resource_max(attr.deserved, attr.guarantee)
@@ -231,7 +243,7 @@ class CapacityPlugin(Plugin):
                 capability.memory = UNLIMITED
             real.min_dimension(capability, Default.INFINITY)
         deserved = queue.deserved.clone() if queue.deserved is not None else Resource()
-        return QueueAttr(queue.name, deserved, capability, guarantee, real)
+        return QueueAttr(queue.name, deserved, capability, guarantee, real, dra=self._dra_quota(queue))
 
     def _build_tree(self, ssn: "Session") -> bool:
         """``buildHierarchicalQueueAttrs``: every queue, linked to its parent; False when the tree is broken."""
@@ -254,6 +266,7 @@ class CapacityPlugin(Plugin):
             self._add_usage(attr, usage)
             for ancestor in attr.ancestors:
                 self._add_usage(self.attrs[ancestor], usage)
+            self._add_dra_usage((attr, *(self.attrs[a] for a in attr.ancestors)), job)
         root = self.attrs.get(ROOT)
         if root is None:
             log.warning(f'Root queue "{ROOT}" not found in session queues, skipping hierarchy initialization')
@@ -270,14 +283,48 @@ class CapacityPlugin(Plugin):
             update_share(attr)
         return True
 
-    @staticmethod
-    def _tree_attr(queue: QueueInfo) -> QueueAttr:
+    def _tree_attr(self, queue: QueueInfo) -> QueueAttr:
         return QueueAttr(
             queue.name,
             queue.deserved.clone() if queue.deserved is not None else Resource(),
             queue.capability.clone() if queue.capability is not None else Resource(),
             queue.guarantee.clone(),
+            dra=self._dra_quota(queue),
         )
+
+    # -- DRA quotas (plugins/capacity_dra.py) ---------------------------------------------------------
+
+    def _dra_quota(self, queue: QueueInfo) -> DraQuota | None:
+        return DraQuota.of(queue.capability, queue.deserved, queue.guarantee) if self._dra_snap is not None else None
+
+    def task_dra(self, task: TaskInfo) -> TaskDra | None:
+        """What the task's claims ask (``DRAResreq``), once per session."""
+        if self._dra_snap is None:
+            return None
+        if task.uid not in self._task_dra:
+            self._task_dra[task.uid] = task_dra(task, self._dra_snap, self.dra_consumable_capacity_enable)
+        return self._task_dra[task.uid]
+
+    def _add_dra_usage(self, attrs: tuple[QueueAttr, ...], job: JobInfo) -> None:
+        if self._dra_snap is None:
+            return
+        for t in job.tasks.values():
+            if t.status & ALLOCATED_STATUS:
+                td = self.task_dra(t)
+                if td is not None:
+                    for a in attrs:
+                        if a.dra is not None:
+                            a.dra.add_task(td)
+
+    def _dra_allocatable(self, attr: QueueAttr, task: TaskInfo) -> bool:
+        td = self.task_dra(task) if attr.dra is not None else None
+        if td is None:
+            return True
+        wanted = attr.dra.incremental(td)
+        return wanted is None or attr.dra.fits(wanted, self.dra_consumable_capacity_enable, False)
+
+    def job_min_dra(self, job: JobInfo):
+        return job_min_dra(job, self.task_dra) if self._dra_snap is not None else None
 
     def _link(self, ssn: "Session", queue: QueueInfo, visiting: set[str]) -> str | None:
         """``updateAncestors``: link ``queue`` under its parent, creating and linking the parent first."""
@@ -353,6 +400,8 @@ class CapacityPlugin(Plugin):
         """``checkQueueAllocatableHierarchically`` over ``attrs`` (the session's, or a dry run's copy)."""
         req = task.resreq
         for attr in self._chain(attrs, queue):
+            if not self._dra_allocatable(attr, task):
+                return False
             future = attr.allocated.clone().add(req)
             if future.less_equal_strict_in(attr.real_capability, req):
                 return False
@@ -360,10 +409,14 @@ class CapacityPlugin(Plugin):
 
     def job_enqueueable(self, ssn: "Session", job: JobInfo) -> bool:
         """``checkJobEnqueueableHierarchically``: the job's minResources fit every queue up the tree."""
-        min_req = job.podgroup.min_resources
+        min_req = job.podgroup.min_resources or Resource()
+        min_dra = self.job_min_dra(job)
         for attr in self._chain(self.attrs, job.queue):
             r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
             failed = r.less_equal_strict_in(attr.real_capability, min_req)
+            if not failed and min_dra is not None and attr.dra is not None and not attr.dra.fits(
+                    min_dra, self.dra_consumable_capacity_enable, True):
+                failed = ["dra-resource-exceeded"]
             if failed:
                 pg = job.podgroup
                 ssn.effects.append(Event(
@@ -546,20 +599,26 @@ class CapacityPlugin(Plugin):
             if ssn.queues[job.queue].state != QueueState.OPEN:
                 return Vote.Reject
             pg = job.podgroup
-            if pg is None or pg.min_resources is None:
+            if pg is None or (pg.min_resources is None and self.job_min_dra(job) is None):
                 return Vote.Permit
             return Vote.Permit if self.job_enqueueable(ssn, job) else Vote.Reject
 
         def job_enqueued(job: JobInfo) -> None:
             pg = job.podgroup
             attr = attrs.get(job.queue)
-            if pg is None or pg.min_resources is None or attr is None:
+            min_dra = self.job_min_dra(job) if pg is not None else None
+            if pg is None or (pg.min_resources is None and min_dra is None) or attr is None:
                 return
-            deducted = deduct_sch_gated_resources(job, pg.min_resources.clone())
+            deducted = deduct_sch_gated_resources(job, (pg.min_resources or Resource()).clone())
             attr.inqueue.add(deducted)
+            chain = [attr, *(attrs[a] for a in attr.ancestors)] if hierarchy else [attr]
             if hierarchy:
                 for a in attr.ancestors:
                     attrs[a].inqueue.add(deducted)
+            if min_dra is not None:
+                for a in chain:
+                    if a.dra is not None:
+                        a.dra.add_inqueue(min_dra)
 
         def _change(task: TaskInfo, sign: int, table: dict[str, QueueAttr]) -> str | None:
             job = ssn.jobs.get(task.job)
@@ -569,11 +628,14 @@ class CapacityPlugin(Plugin):
             if attr is None:
                 return f"[capacity] queue {job.queue} not found"
             chain = [attr, *(table[a] for a in attr.ancestors)] if hierarchy else [attr]
+            td = self.task_dra(task) if attr.dra is not None else None
             for a in chain:
                 if sign > 0:
                     a.allocated.add(task.resreq)
                 else:
                     a.allocated.sub(task.resreq)
+                if td is not None and a.dra is not None:
+                    (a.dra.add_task if sign > 0 else a.dra.remove_task)(td)
             update_share(attr)
             return None
 
