@@ -42,6 +42,8 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
            "the pdb plugin: PodDisruptionBudgets keep their pods from preempt, reclaim and shuffle"),
     Access("", "resourcequotas", ("get", "list", "watch"),
            "the resourcequota plugin: namespace ResourceQuotas gate the enqueue of PodGroups"),
+    Access("nodeinfo.volcano.sh", "numatopologies", ("get", "list", "watch"),
+           "the numa-aware plugin: each node's NUMA topology and free CPUs (Volcano's resource exporter)"),
 )
 
 

@@ -62,6 +62,8 @@ LEASES = Kind("coordination.k8s.io", "v1", "leases", True)
 HYPERNODES = Kind("topology.volcano.sh", "v1alpha1", "hypernodes", False)
 PDBS = Kind("policy", "v1", "poddisruptionbudgets", True)
 RESOURCE_QUOTAS = Kind("", "v1", "resourcequotas", True)
+# nodeinfo.volcano.sh Numatopologies: one per node, written by Volcano's resource exporter (numa-aware)
+NUMATOPOLOGIES = Kind("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", False)
 # the controllers' kinds
 JOBS = Kind("batch.volcano.sh", "v1alpha1", "jobs", True)
 COMMANDS = Kind("bus.volcano.sh", "v1alpha1", "commands", True)

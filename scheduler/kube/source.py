@@ -34,6 +34,7 @@ from ..metrics import Metrics
 from .api import (
     HYPERNODES,
     NODES,
+    NUMATOPOLOGIES,
     PDBS,
     PODGROUPS,
     PODS,
@@ -428,11 +429,12 @@ class CacheFeeder:
             HYPERNODES: _Fn(c.update_hypernode, lambda o: c.delete_hypernode(o["metadata"]["name"])),
             PDBS: _Fn(c.update_pdb, lambda o: c.delete_pdb(object_key(o))),
             RESOURCE_QUOTAS: _Fn(c.update_resource_quota, lambda o: c.delete_resource_quota(object_key(o))),
+            NUMATOPOLOGIES: _Fn(c.update_numatopology, lambda o: c.delete_numatopology(o["metadata"]["name"])),
         }
 
 
 # the kinds a cluster may not serve (CRDs an older Volcano did not install): taken as empty then
-OPTIONAL_KINDS = frozenset({HYPERNODES})
+OPTIONAL_KINDS = frozenset({HYPERNODES, NUMATOPOLOGIES})
 
 
 class _Fn:

@@ -17,6 +17,7 @@ from ..kube.api import (
     CONFIGMAPS,
     HYPERNODES,
     NODES,
+    NUMATOPOLOGIES,
     PDBS,
     PODGROUPS,
     PODS,
@@ -41,6 +42,7 @@ LIVE_KINDS: tuple[tuple[Kind, str, str, str | None, bool], ...] = (
     (PODS, "v1", "Pod", None, False),
     (PDBS, "policy/v1", "PodDisruptionBudget", None, False),
     (RESOURCE_QUOTAS, "v1", "ResourceQuota", None, False),
+    (NUMATOPOLOGIES, "nodeinfo.volcano.sh/v1alpha1", "Numatopology", None, True),
     (CONFIGMAPS, "v1", "ConfigMap", f"metadata.name={CONF_MAP}", False),
 )
 

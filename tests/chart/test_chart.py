@@ -42,6 +42,8 @@ VOLCANO_CRDS = {
         "bus.volcano.sh", "v1alpha1", "Command", "commands", None, "Namespaced", False),
     "hypernodes.topology.volcano.sh": (
         "topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", ["hn"], "Cluster", True),
+    "numatopologies.nodeinfo.volcano.sh": (
+        "nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "numatopologies", ["numatopo"], "Cluster", False),
 }
 
 
