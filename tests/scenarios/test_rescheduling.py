@@ -280,3 +280,22 @@ tiers:
     code, err = simulate(hot_cluster(), conf=text)
     assert code == 2
     assert f"tiers[0].plugins[0].{field}" in err and "Traceback" not in err
+
+
+def test_the_load_aware_example_tells_the_truth(tmp_path, capsys):
+    """conf/examples/load-aware.yaml, as its header tells it, cycle by cycle."""
+    import json
+    from pathlib import Path
+
+    from vcsched.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "conf" / "examples" / "load-aware.yaml"
+    seen = {}
+    for cycles in (2, 3, 5, 8):
+        assert main(["simulate", "-f", str(example), "--cycles", str(cycles), "--now", "2026-01-01T01:00:00Z",
+                     "-o", "json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        seen[cycles] = (out["evicted"], out["pods"]["default/web-new"]["node"])
+    assert seen[2] == ([], "node-cool")
+    for cycles in (3, 5, 8):
+        assert seen[cycles] == (["default/batch-scratch", "default/batch-1"], "node-cool")
