@@ -26,7 +26,7 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import TaskStatus
 from vcsched.conf import parse_conf
 
-from .conftest import node, pod, podgroup, queue
+from .conftest import node, pod, queue
 
 TIERS = """
 tiers:
@@ -122,9 +122,9 @@ def test_parse_arguments(simulate, action, max_domains):
     are read from the action's configuration; the conf loads and the action runs."""
     text = conf(f"enqueue, allocate, {action}",
                 {action: f"maxDomains: {max_domains}, allowWholeBundle: false"})
-    args = GangEvictionArgs.parse(parse_conf(text).action_arguments(action), action)
+    args = GangEvictionArgs.parse(parse_conf(text).action_arguments(action), action, warn=False)
     assert args == GangEvictionArgs(max_domains, False)
-    assert GangEvictionArgs.parse(parse_conf(conf(action)).action_arguments(action), action) == \
+    assert GangEvictionArgs.parse(parse_conf(conf(action)).action_arguments(action), action, warn=False) == \
         GangEvictionArgs(8, True)
     code, out = simulate(node("n1") + group("g", 1) + pending("g-0", "g"), conf=text)
     assert code == 0 and placed(out, "g-0") == ["default/g-0"]
@@ -136,7 +136,7 @@ def test_invalid_max_domains_falls_back_to_default(simulate, action, value):
     """gangpreempt_test.go and gangreclaim_test.go TestParseArguments_InvalidMaxDomainsFallsBackToDefault
     (zero, negative): Volcano warns and uses 8, so the conf is accepted."""
     text = conf(f"enqueue, allocate, {action}", {action: f"maxDomains: {value}"})
-    assert GangEvictionArgs.parse(parse_conf(text).action_arguments(action), action).max_domains == 8
+    assert GangEvictionArgs.parse(parse_conf(text).action_arguments(action), action, warn=False).max_domains == 8
     code, out = simulate(node("n1") + group("g", 1) + pending("g-0", "g"), conf=text)
     assert code == 0
 
@@ -406,6 +406,66 @@ def test_gangpreempt_safe_bundle_keeps_the_victims_min_sub_groups(simulate):
     assert placed(out, "low") == ["default/low-b0", "default/low-b1"]
     assert out["podgroups"]["default/low"]["phase"] == "Running"
     assert placed(out, "high") == ["default/high-0", "default/high-1"]
+
+
+def hypernode(name: str, *nodes: str) -> str:
+    members = "".join(f"  - type: Node\n    selector: {{exactMatch: {{name: {n}}}}}\n" for n in nodes)
+    return f"""
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata:
+  name: {name}
+spec:
+  tier: 1
+  members:
+{members}"""
+
+
+TOPOLOGY_TIERS = TIERS.replace("  - name: nodeorder", "  - name: nodeorder\n  - name: network-topology-aware")
+
+
+@pytest.mark.parametrize("n4_free, evicted, high_nodes", [
+    (True, ["default/low3-0"], ["n3", "n4"]),
+    (False, [], [None, None]),
+])
+def test_gangpreempt_places_a_hard_topology_job_within_one_hypernode(simulate, n4_free, evicted, high_nodes):
+    """Domains and the dry run follow the job's hard network topology (tier 1: switch s0 holds n1 and
+    n2, s1 holds n3 and n4; 2 CPU each).  The high job needs two 2-CPU pods under one switch.  n1 is
+    idle, n2 runs a high-priority pod, n3 a low-priority one; when n4 is idle, evicting n3's pod lets
+    the job in under s1.  When n4 is busy too, the cluster has room for both pods (n1, and n3 once
+    evicted) but no switch does, and nothing is evicted."""
+    docs = (CLASSES + hypernode("s0", "n1", "n2") + hypernode("s1", "n3", "n4")
+            + "".join(node(f"n{i}", cpu="2") for i in range(1, 5))
+            + group("busy2", 1, cls="high") + running("busy2-0", "busy2", "n2", cpu="2", cls="high")
+            + group("low3", 1, cls="low") + running("low3-0", "low3", "n3", cpu="2", cls="low"))
+    if not n4_free:
+        docs += group("busy4", 1, cls="high") + running("busy4-0", "busy4", "n4", cpu="2", cls="high")
+    docs += group("high", 2, cls="high").rstrip() + "\n  networkTopology: {mode: hard, highestTierAllowed: 1}\n"
+    docs += "".join(pending(f"high-{i}", "high", cpu="2", cls="high") for i in range(2))
+    code, out = simulate(docs, conf='actions: "enqueue, allocate, gangpreempt"\n' + TOPOLOGY_TIERS)
+    assert code == 0, out
+    assert out["evicted"] == evicted
+    assert sorted(out["pods"][f"default/high-{i}"]["node"] or "" for i in range(2)) == \
+        sorted(n or "" for n in high_nodes)
+
+
+@pytest.mark.parametrize("max_domains, evicted", [(1, []), (2, ["default/low3-0"])])
+def test_gangpreempt_max_domains_caps_the_hypernodes_tried(simulate, max_domains, evicted):
+    """``maxDomains``: the eviction gradients give s0 then s1; with one domain only s0 is tried, where
+    no victim helps (n2's pod has the job's priority), and nothing is evicted; with two, s1 is tried
+    too and the job goes there."""
+    docs = (CLASSES + hypernode("s0", "n1", "n2") + hypernode("s1", "n3", "n4")
+            + "".join(node(f"n{i}", cpu="2") for i in range(1, 5))
+            + group("busy2", 1, cls="high") + running("busy2-0", "busy2", "n2", cpu="2", cls="high")
+            + group("low3", 1, cls="low") + running("low3-0", "low3", "n3", cpu="2", cls="low"))
+    docs += group("high", 2, cls="high").rstrip() + "\n  networkTopology: {mode: hard, highestTierAllowed: 1}\n"
+    docs += "".join(pending(f"high-{i}", "high", cpu="2", cls="high") for i in range(2))
+    text = ('actions: "enqueue, allocate, gangpreempt"\n' + TOPOLOGY_TIERS
+            + f"configurations:\n- name: gangpreempt\n  arguments: {{maxDomains: {max_domains}}}\n")
+    code, out = simulate(docs, conf=text)
+    assert code == 0, out
+    assert out["evicted"] == evicted
 
 
 def test_gangpreempt_only_within_the_queue(simulate):
