@@ -91,6 +91,9 @@ class PreemptAction(Action):
                 continue
             if not ssn.job_starving(job):
                 continue
+            if job.contains_network_topology:  # Volcano: not supported yet (volcano-sh/volcano#4374)
+                log.debug("skip preemption: jobs containing networkTopology do not support preemption", job=job.uid)
+                continue
             if job.queue not in preemptors_by_queue:
                 preemptors_by_queue[job.queue] = PriorityQueue(ssn.job_order)
             preemptors_by_queue[job.queue].push(job)

@@ -160,7 +160,8 @@ def run_simulation(args: argparse.Namespace, command: str) -> tuple[dict, set[st
     last = scheduler.last_session if cycles else None
     stats = last.stats.queues if last is not None else None
     return result(cluster, cache, cycles, stats, diagnoses(last, cache),
-                  numa=scheduler.state.plugins.get("numa-aware")), bound
+                  numa=scheduler.state.plugins.get("numa-aware"),
+                  placements=scheduler.state.hypernode_decisions), bound
 
 
 def simulate(args: argparse.Namespace) -> int:

@@ -454,6 +454,9 @@ def build_podgroup(job: Mapping[str, Any],
         pg_spec["priorityClassName"] = spec["priorityClassName"]
     if spec.get("networkTopology"):
         pg_spec["networkTopology"] = copy.deepcopy(spec["networkTopology"])
+    policies = [sub_group_policy(t) for t in spec.get("tasks") or [] if t.get("partitionPolicy")]
+    if policies:
+        pg_spec["subGroupPolicy"] = policies
     return {
         "apiVersion": PODGROUP_API_VERSION,
         "kind": "PodGroup",
@@ -468,10 +471,28 @@ def build_podgroup(job: Mapping[str, Any],
     }
 
 
+def sub_group_policy(task: Mapping[str, Any]) -> dict[str, Any]:
+    """``getSubGroupPolicy``: a task's partitionPolicy as a PodGroup subgroup policy: the task's pods,
+    grouped by their partition label, ``partitionSize`` pods a group, ``minPartitions`` groups needed."""
+    pp = task["partitionPolicy"]
+    policy: dict[str, Any] = {
+        "name": task["name"],
+        "subGroupSize": int(pp.get("partitionSize") or 0),
+        "minSubGroups": int(pp.get("minPartitions") or 0),
+        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task["name"]}},
+        "matchLabelKeys": [PARTITION_ID_KEY],
+    }
+    if pp.get("networkTopology") is not None:
+        policy["networkTopology"] = copy.deepcopy(pp["networkTopology"])
+    return policy
+
+
 def podgroup_needs_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """shouldUpdateExistingPodGroup: priority class, minMember, minResources or minTaskMember differ."""
+    """shouldUpdateExistingPodGroup: priority class, minMember, minResources, minTaskMember or the
+    subgroup policies (updatePgSubGroupPolicy) differ."""
     a, b = existing.get("spec") or {}, desired.get("spec") or {}
-    return any(a.get(k) != b.get(k) for k in ("priorityClassName", "minMember", "minResources", "minTaskMember"))
+    return any(a.get(k) != b.get(k) for k in ("priorityClassName", "minMember", "minResources", "minTaskMember",
+                                             "subGroupPolicy"))
 
 
 # -- pods --------------------------------------------------------------------------------------

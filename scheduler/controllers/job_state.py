@@ -479,10 +479,11 @@ class _StateMachine:
         elif podgroup_needs_update(pg, desired):
             updated = copy.deepcopy(pg)
             updated["spec"].update({k: desired["spec"][k] for k in ("minMember", "minTaskMember", "minResources")})
-            if "priorityClassName" in desired["spec"]:
-                updated["spec"]["priorityClassName"] = desired["spec"]["priorityClassName"]
-            else:
-                updated["spec"].pop("priorityClassName", None)
+            for key in ("priorityClassName", "subGroupPolicy"):
+                if key in desired["spec"]:
+                    updated["spec"][key] = desired["spec"][key]
+                else:
+                    updated["spec"].pop(key, None)
             out.update_podgroup = updated
         if pg is not None:
             cond = _latest_true_condition(pg)

@@ -95,10 +95,10 @@ class SimCluster:
                 c.pdbs[m.key] = obj
             elif m.kind == "ResourceQuota":
                 c.resource_quotas[m.key] = obj
-            elif m.kind == "Numatopology":
-                c.numatopologies[m.name] = obj
             elif m.kind in DRA_KINDS:
                 c.dra.add(m)
+            elif m.kind == "Numatopology":
+                c.numatopologies[m.name] = obj
         for name, reclaimable in (("root", False), ("default", True)):
             if name not in c.queues:
                 c.queues[name] = default_queue(name, reclaimable, rfc3339(created - 1))
@@ -165,6 +165,37 @@ class SimCluster:
             self.podgroups.setdefault(key, pg)
             pod["metadata"].setdefault("annotations", {})[GROUP_NAME_ANNOTATION] = pg["metadata"]["name"]
 
+    def _check_topology_tiers(self, hypernodes: dict[str, Any], sources: dict[str, Manifest]) -> None:
+        """A network topology must name a tier that exists: ``highestTierName`` one of the HyperNodes'
+        ``tierName``s, ``highestTierAllowed`` no lower than the lowest tier (else no HyperNode could hold
+        the job, and it would wait forever)."""
+        names = {h.tier_name for h in hypernodes.values() if h.tier_name}
+        lowest = min((h.tier for h in hypernodes.values()), default=None)
+        for kind, objects in (("PodGroup", self.podgroups), ("Job", self.jobs)):
+            for key, obj in objects.items():
+                spec = obj.get("spec") or {}
+                specs = [("spec.networkTopology", spec.get("networkTopology"))]
+                specs += [(f"spec.subGroupPolicy[{i}].networkTopology", p.get("networkTopology"))
+                          for i, p in enumerate(spec.get("subGroupPolicy") or ()) if isinstance(p, dict)]
+                specs += [(f"spec.tasks[{i}].partitionPolicy.networkTopology",
+                           (t.get("partitionPolicy") or {}).get("networkTopology"))
+                          for i, t in enumerate(spec.get("tasks") or ()) if isinstance(t, dict) and kind == "Job"]
+                for path, nt in specs:
+                    if not isinstance(nt, dict):
+                        continue
+                    problem, where = None, ""
+                    name, tier = nt.get("highestTierName"), nt.get("highestTierAllowed")
+                    if name and name not in names:
+                        known = ", ".join(sorted(names)) or "none"
+                        problem, where = f"no HyperNode tier is named {name!r} (tier names: {known})", "highestTierName"
+                    elif isinstance(tier, int) and lowest is not None and tier < lowest:
+                        problem, where = (f"no HyperNode tier {tier} exists: the lowest tier is {lowest}",
+                                          "highestTierAllowed")
+                    if problem:
+                        m = sources.get(("pg:" if kind == "PodGroup" else "job:") + key)
+                        raise ManifestError(m.source if m else "", problem, ref=f"{kind} {key}",
+                                            field=f"{path}.{where}")
+
     def _check_references(self, sources: dict[str, Manifest]) -> None:
         for key, pod in self.pods.items():
             if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
@@ -189,6 +220,7 @@ class SimCluster:
         for name, field_, problem in hypernode_problems(parsed, set(self.nodes))[:1]:
             m = sources["hypernode:" + name]
             raise ManifestError(m.source, problem, ref=f"HyperNode {name}", field=field_)
+        self._check_topology_tiers(parsed, sources)
         for problem in validate_queue_tree(self.queues)[:1]:
             m = sources.get("queue:" + problem.queue)
             raise ManifestError(m.source if m else "", problem.message, ref=f"Queue {problem.queue}",

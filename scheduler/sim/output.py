@@ -14,7 +14,9 @@ from typing import Any
 import yaml
 
 from ..api.numa_info import NumaLedger, numa_view
+from ..api.resource import Resource
 from ..cache import Cache
+from ..framework.topology import HyperNodeDecision
 from ..framework.stats import QueueStats
 from .cluster import SimCluster
 from .diagnosis import session_view, summary
@@ -23,10 +25,12 @@ from .diagnosis import session_view, summary
 def result(cluster: SimCluster, cache: Cache, cycles: int,
            queue_stats: Mapping[str, QueueStats] | None = None,
            diagnosis: Mapping[str, dict[str, Any]] | None = None,
-           numa: NumaLedger | None = None) -> dict[str, Any]:
+           numa: NumaLedger | None = None,
+           placements: Mapping[str, HyperNodeDecision] | None = None) -> dict[str, Any]:
     """The contract's document; ``queue_stats``: the queue plugin's view at the end of the last session;
     ``diagnosis``: why pending pods wait, with numbers (sim/diagnosis.py), by ``namespace/name``;
-    ``numa``: the CPUs the numa-aware plugin gave pods (a node with a Numatopology shows ``numa``)."""
+    ``numa``: the CPUs the numa-aware plugin gave pods (a node with a Numatopology shows ``numa``);
+    ``placements``: each job's allocated HyperNode (a PodGroup shows its ``hypernode`` and ``tier``)."""
     pods = {}
     for key, pod in cluster.pods.items():
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -50,6 +54,8 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
                        for c in status.get("resourceClaimStatuses") or [] if c.get("resourceClaimName")}
         if claim_names:
             pods[key]["claims"] = claim_names
+    tree = cache.hypernode_tree()
+    top_tier = max((h.tier + 1 for h in tree.hypernodes.values() if h.exists), default=1)
     podgroups = {}
     for key, pg in cluster.podgroups.items():
         status = pg.get("status") or {}
@@ -58,6 +64,11 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
             "running": status.get("running") or 0,
             "conditions": status.get("conditions") or [],
         }
+        placed = (placements or {}).get(key)
+        if placed is not None and placed.job:
+            podgroups[key]["hypernode"] = placed.job
+            podgroups[key]["tier"] = tree.tier_of(placed.job) or top_tier
+    hypernodes = _hypernodes(cache)
     queues = {name: _queue(q, (queue_stats or {}).get(name)) for name, q in cluster.queues.items()}
     nodes = {}
     for name, info in cache.nodes.items():
@@ -113,7 +124,25 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
         "queues": queues,
         "nodes": nodes,
         "claims": cluster.dra.output(),
+        **({"hypernodes": hypernodes} if hypernodes else {}),
     }
+
+
+def _hypernodes(cache: Cache) -> dict[str, Any]:
+    """Each HyperNode's place in the tree and what its ready nodes hold and use."""
+    tree = cache.hypernode_tree()
+    out = {}
+    for name, h in sorted(tree.hypernodes.items()):
+        if not h.exists:
+            continue
+        allocatable, used = Resource(), Resource()
+        nodes = sorted(n for n in h.nodes if n in cache.nodes and cache.nodes[n].ready)
+        for n in nodes:
+            allocatable.add(cache.nodes[n].allocatable)
+            used.add(cache.nodes[n].used)
+        out[name] = {"tier": h.tier, "parent": h.parent or None, "nodes": nodes,
+                     "allocatable": allocatable.to_list(), "used": used.to_list()}
+    return out
 
 
 def _queue(q: Mapping[str, Any], stats: QueueStats | None) -> dict[str, Any]:
@@ -168,8 +197,18 @@ def table(doc: dict[str, Any]) -> str:
                                                                                    "succeeded", "failed"))]
               for k, j in sorted(doc["jobs"].items())]
         out += ["", "Jobs:"] + _rows(["JOB", "PHASE", "RETRIES", "PENDING/RUNNING/SUCCEEDED/FAILED"], js)
-    pgs = [[k, g["phase"], g["running"]] for k, g in sorted(doc["podgroups"].items())]
-    out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING"], pgs)
+    if any("hypernode" in g for g in doc["podgroups"].values()):
+        pgs = [[k, g["phase"], g["running"], f"{g['hypernode']} (tier {g['tier']})" if "hypernode" in g else "-"]
+               for k, g in sorted(doc["podgroups"].items())]
+        out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING", "HYPERNODE"], pgs)
+    else:
+        pgs = [[k, g["phase"], g["running"]] for k, g in sorted(doc["podgroups"].items())]
+        out += ["", "PodGroups:"] + _rows(["PODGROUP", "PHASE", "RUNNING"], pgs)
+    if doc.get("hypernodes"):
+        hs = [["  " * depth + k, h["tier"], len(h["nodes"]), f"{h['used'].get('cpu', '0')}/{h['allocatable'].get('cpu', '0')}",
+               f"{h['used'].get('pods', '0')}/{h['allocatable'].get('pods', '0')}"]
+              for depth, k, h in _queue_tree(doc["hypernodes"])]
+        out += ["", "HyperNodes (used/allocatable):"] + _rows(["HYPERNODE", "TIER", "NODES", "CPU", "PODS"], hs)
     qs = [["  " * depth + k, q["state"], _res(q["allocated"]), _res(q["deserved"]), _res(q["capability"]),
            _res(q["guarantee"])] for depth, k, q in _queue_tree(doc["queues"])]
     out += ["", "Queues:"] + _rows(["QUEUE", "STATE", "ALLOCATED", "DESERVED", "CAPABILITY", "GUARANTEE"], qs)
@@ -194,8 +233,8 @@ def _res(r: Mapping[str, str]) -> str:
 
 
 def _queue_tree(queues: Mapping[str, Mapping[str, Any]]) -> list[tuple[int, str, Mapping[str, Any]]]:
-    """The queues depth first from the top, children by name; a queue whose parent is missing, or
-    on a cycle, is listed at the top level after the tree."""
+    """The queues (or HyperNodes) depth first from the top, children by name; one whose parent is
+    missing, or on a cycle, is listed at the top level after the tree."""
     children: dict[str | None, list[str]] = {}
     for name, q in queues.items():
         parent = q.get("parent")
