@@ -38,6 +38,7 @@ from ..api.types import StatusCode, TaskStatus
 from ..cache import Cache
 from ..framework.effects import Event
 from ..framework.session import Session
+from ..framework.topology import CLUSTER_TOP
 
 INSUFFICIENT = "Insufficient "
 # the DynamicResources filter's refusals (plugins/dynamicresources.py)
@@ -72,9 +73,12 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
             continue
         queue = _queue_view(ssn, job.queue, pg)
         gang = _gang_view(job)
+        topology = _topology_view(ssn, job)
         for task in job.tasks.values():
             key = f"{task.namespace}/{task.name}"
-            if key in out or task.node_name:
+            if topology is not None and not task.node_name:
+                out.setdefault(key, {})["topology"] = topology
+            if (key in out and set(out[key]) != {"topology"}) or task.node_name:
                 continue
             d: dict[str, Any] = {"group": {"name": f"{pg.namespace}/{pg.name}", "phase": pg.phase,
                                            "minMember": pg.min_member}, "queue": queue}
@@ -83,8 +87,34 @@ def diagnoses(ssn: Session | None, cache: Cache) -> dict[str, dict[str, Any]]:
                 d["admission"] = said
             if gang is not None:
                 d["gang"] = gang
+            if topology is not None:
+                d["topology"] = topology
             out[key] = d
     return out
+
+
+def _topology_view(ssn: Session, job: Any) -> dict[str, Any] | None:
+    """For a job with a hard network topology: the highest tier it may span, what it asks
+    (minResources), and what the HyperNodes within that tier have free, the roomiest first."""
+    tier = job.hard_tier()
+    if tier is None or not job.tasks_in(TaskStatus.Pending):
+        return None
+    topo = ssn.topology
+    rooms = []
+    for name, h in topo.hypernodes.items():
+        if h.tier > tier or name == CLUSTER_TOP:
+            continue
+        free = Resource()
+        for n in h.nodes:
+            free.add(n.future_idle())
+        rooms.append((-free.milli_cpu, name, h.tier, free))
+    rooms.sort()
+    view: dict[str, Any] = {"highestTierAllowed": tier, "asks": job.min_resources().to_list(),
+                            "hypernodes": [{"name": name, "tier": t, "free": free.to_list()}
+                                           for _, name, t, free in rooms[:5]]}
+    if job.allocated_hypernode:
+        view["allocatedHyperNode"] = job.allocated_hypernode
+    return view
 
 
 def _admission_refusals(ssn: Session) -> dict[tuple[str, str], list[str]]:
@@ -173,6 +203,14 @@ def summary(diagnosis: dict[str, Any]) -> list[str]:
             line += f"; the group asks {_resources(queue['groupAsks'])}"
         lines.append(line)
     lines += diagnosis.get("admission") or []
+    topology = diagnosis.get("topology")
+    if topology is not None:
+        rooms = ", ".join(f"{h['name']} {_resources(h['free'])}" for h in topology["hypernodes"]) or "none"
+        line = (f"network topology: hard, within tier {topology['highestTierAllowed']}; the group asks "
+                f"{_resources(topology['asks'])}; free in the HyperNodes it may use: {rooms}")
+        if "allocatedHyperNode" in topology:
+            line += f" (already running in {topology['allocatedHyperNode']})"
+        lines.append(line)
     gang = diagnosis.get("gang")
     if gang is not None:
         where = ", ".join(f"{pod.split('/', 1)[1]} on {node}" for pod, node in gang["placements"].items())
