@@ -110,6 +110,8 @@ class SchedulerState:
     plugins: dict[str, Any] = field(default_factory=dict)
     # each job's AllocatedHyperNode and its SubJobs' (Volcano keeps them in its cache's JobInfo)
     hypernode_decisions: dict[str, HyperNodeDecision] = field(default_factory=dict)
+    # the network-topology problems already reported as events: (PodGroup, uid, problem)
+    topology_warnings: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
@@ -154,7 +156,7 @@ class Session:
         for i, n in enumerate(self.node_list):
             n.index = i
         self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
-        self.topology.adjust(self.jobs.values())
+        self._report_topology_problems(self.topology.adjust(self.jobs.values()))
         decisions = self.state.hypernode_decisions
         for uid, job in self.jobs.items():
             decision = decisions.get(uid)
@@ -184,6 +186,22 @@ class Session:
         self.scratch: dict[str, Any] = {}
         self.stats = SessionStats()
         self.plugin_classes = plugin_classes
+
+    def _report_topology_problems(self, problems: list[tuple[JobInfo, str]]) -> None:
+        """A Warning event on a PodGroup whose network topology names no tier, once per problem (Volcano
+        only logs it and schedules the job as if it had no tier limit)."""
+        warned = self.state.topology_warnings
+        now: set[tuple[str, str, str]] = set()
+        for job, problem in problems:
+            pg = job.podgroup
+            if pg is None:
+                continue
+            ident = (pg.key, pg.uid, problem)
+            now.add(ident)
+            if ident not in warned:
+                self.effects.append(Event("PodGroup", pg.namespace, pg.name, "Warning", "InvalidNetworkTopology",
+                                          f"spec.networkTopology: {problem}; the job is scheduled without a tier limit"))
+        self.state.topology_warnings = now
 
     # -- open and close ------------------------------------------------------------
 

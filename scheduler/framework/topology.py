@@ -134,15 +134,18 @@ class SessionTopology:
 
     # -- jobs at session open -----------------------------------------------------------------
 
-    def adjust(self, jobs: Iterable[JobInfo]) -> None:
-        """``adjustNetworkTopologySpec``: tier names to tiers, soft mode to hard mode."""
+    def adjust(self, jobs: Iterable[JobInfo]) -> list[tuple[JobInfo, str]]:
+        """``adjustNetworkTopologySpec``: tier names to tiers, soft mode to hard mode.  Returns the
+        jobs whose tier name names no tier, with the message (the spec is left as it is)."""
         max_tier = self.top.tier
+        problems: list[tuple[JobInfo, str]] = []
         for job in jobs:
             if not job.contains_network_topology:
                 continue
-            self._translate(job, job.network_topology)
-            for sj in job.sub_jobs.values():
-                self._translate(job, sj.network_topology)
+            for nt in [job.network_topology, *(sj.network_topology for sj in job.sub_jobs.values())]:
+                problem = self._translate(job, nt)
+                if problem and (job, problem) not in problems:
+                    problems.append((job, problem))
             if job.podgroup is None:
                 continue
             nt = job.network_topology
@@ -152,17 +155,19 @@ class SessionTopology:
             for sj in job.sub_jobs.values():
                 if sj.network_topology is not None and sj.network_topology.mode == SOFT:
                     _harden(sj.network_topology, sub_max)
+        return problems
 
-    def _translate(self, job: JobInfo, nt: NetworkTopology | None) -> None:
+    def _translate(self, job: JobInfo, nt: NetworkTopology | None) -> str:
         if nt is None or nt.highest_tier_allowed is not None or not nt.highest_tier_name:
-            return
+            return ""
         tier = self.tier_names.get(nt.highest_tier_name)
         if tier is None:
-            log.warning("Failed to translate highestTierName, skip translation", job=job.uid,
-                        error=f"failed to find hypernode tier name {nt.highest_tier_name}")
-            return
+            problem = f"failed to find hypernode tier name {nt.highest_tier_name}"
+            log.warning("Failed to translate highestTierName, skip translation", job=job.uid, error=problem)
+            return problem
         nt.highest_tier_allowed = tier
         nt.highest_tier_name = ""
+        return ""
 
     def restore(self, job: JobInfo, decision: HyperNodeDecision | None) -> None:
         """The job's allocated HyperNodes from the last session, dropped when they no longer exist or
