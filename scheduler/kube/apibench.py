@@ -288,9 +288,22 @@ class Latency:
     p90_ms: float
     p99_ms: float
     max_ms: float
+    cpu_ms_per_pod: float = 0.0  # the scheduler process's CPU (user + system) from the first create to the last bind
     gang_bound: int | None = None  # the mixed run: gang pods bound by the end
     gang_first_bind_s: float | None = None  # from the gang's first create
     gang_last_bind_s: float | None = None
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its threads so far (0 when gone)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _pct(sorted_values: list[float], q: float) -> float:
@@ -381,6 +394,7 @@ async def measure_latency(which: str, nodes: int, rate: float, duration: float, 
             await asyncio.sleep(1.0)
             created: dict[str, float] = {}
             gang_created: dict[str, float] = {}
+            cpu_before = _cpu_seconds(proc.pid)
             work = [_arrive(client, rate, duration, name, created)]
             if gang:
                 work.append(_gang_backlog(client, gang, name, gang_created))
@@ -389,11 +403,13 @@ async def measure_latency(which: str, nodes: int, rate: float, duration: float, 
             want = set(created) | set(gang_created)
             while not want <= watch.bound.keys() and time.monotonic() < deadline and proc.poll() is None:
                 await asyncio.sleep(0.1)
+            cpu = _cpu_seconds(proc.pid) - cpu_before
             watcher.cancel()
             lat = sorted((watch.bound[n] - t) * 1000 for n, t in created.items() if n in watch.bound)
             out = Latency(scheduler=which, shape=shape, created=len(created), bound=len(lat),
                           p50_ms=round(_pct(lat, 50), 1), p90_ms=round(_pct(lat, 90), 1),
-                          p99_ms=round(_pct(lat, 99), 1), max_ms=round(lat[-1], 1) if lat else float("nan"))
+                          p99_ms=round(_pct(lat, 99), 1), max_ms=round(lat[-1], 1) if lat else float("nan"),
+                          cpu_ms_per_pod=round(1000 * cpu / max(1, len(created) + len(gang_created)), 2))
             if gang:
                 times = sorted(watch.bound[n] for n in gang_created if n in watch.bound)
                 first_create = min(gang_created.values())

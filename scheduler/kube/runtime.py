@@ -57,6 +57,9 @@ class RunOptions:
     # first such change so that a burst is one cycle; schedule_period stays the upper bound.
     # None: only on the clock, every schedule_period (Volcano's loop)
     cycle_coalesce: float | None = 0.005
+    # and at least this many times the last cycle's own duration after it ended: the session thread
+    # holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes keep flowing
+    cycle_gap_ratio: float = 1.0
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
     configmap_name: str = "volcano-scheduler-configmap"
@@ -267,6 +270,7 @@ class Runtime:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.synced = asyncio.Event()
         self.sessions = 0
+        self._cycle_seconds = 0.0  # how long the last cycle took (snapshot, session, effects dispatched)
         self._session_done_at: float | None = None  # loop time of the last session completed (or leadership taken)
         self.health = Health()
         self.health.readiness(lambda: None if self.synced.is_set() else "scheduler: caches not synced")
@@ -462,8 +466,10 @@ class Runtime:
                         # node deleted meanwhile would get pods); wait for it rather than bind on it
                         log.debug("caches catching up; no session", kinds=stale)
                     else:
-                        await self.run_session()
+                        began = loop.time()
+                    await self.run_session()
                     self._session_done_at = loop.time()
+                    self._cycle_seconds = self._session_done_at - began
                 except LeadershipLost:
                     raise
                 except Exception:
@@ -473,8 +479,8 @@ class Runtime:
                 if self.options.cycle_coalesce is None or stale:  # stale: on the clock until caught up
                     await asyncio.wait(others, timeout=self.options.schedule_period)
                 else:
-                    await wait_for_work(self.trigger, self.options.schedule_period, self.options.cycle_coalesce,
-                                        *others)
+                    window = max(self.options.cycle_coalesce, self.options.cycle_gap_ratio * self._cycle_seconds)
+                    await wait_for_work(self.trigger, self.options.schedule_period, window, *others)
                 if lost is not None:
                     lost.cancel()
             return 0
