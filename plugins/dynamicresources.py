@@ -42,7 +42,7 @@ from vcsched.api.fit_errors import Status
 from vcsched.api.node_info import NodeInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import StatusCode
-from vcsched.framework.effects import Bind, ClaimStatus
+from vcsched.framework.effects import Bind, ClaimStatus, Event
 from vcsched.framework.session import EventError, EventHandler
 
 if TYPE_CHECKING:
@@ -104,6 +104,11 @@ class DynamicResources:
         self._placed: dict[str, _Placement] = {}
         self._freed: dict[str, list[tuple[ClaimState, Consumer, AllocationResult | None]]] = {}
         self._node_local = not snap.slices.shared
+        # (pod uid, problem) already told by an event, kept across sessions for the pods still there
+        told = ssn.state.plugins.get("dynamicresources")
+        live = {uid for job in ssn.jobs.values() for uid in job.tasks}
+        self._told: set[tuple[str, str]] = {t for t in (told or ()) if t[0] in live}
+        ssn.state.plugins["dynamicresources"] = self._told
         for job in ssn.jobs.values():
             for task in job.tasks.values():
                 for ref in pod_claim_refs(task.pod):
@@ -144,7 +149,7 @@ class DynamicResources:
             seen.add(key)
             problem = problems.get(("ResourceClaim", key))
             if problem is not None:
-                return TaskClaims([], f"resourceclaim {ref.claim} is invalid: {problem}")
+                return self._refused(task, "InvalidResourceClaim", f"resourceclaim {ref.claim} is invalid: {problem}")
             state = self.claims.get(key)
             if state is None:
                 return TaskClaims([], f'resourceclaim.resource.k8s.io "{ref.claim}" not found')
@@ -163,12 +168,22 @@ class DynamicResources:
                             continue
                         problem = problems.get(("DeviceClass", alt.device_class))
                         if problem is not None:
-                            return TaskClaims([], f"request {request.name}: device class {alt.device_class} is "
-                                                  f"invalid: {problem}")
+                            return self._refused(task, "InvalidDeviceClass", f"request {request.name}: device class "
+                                                 f"{alt.device_class} is invalid: {problem}")
                         return TaskClaims([], f"request {request.name}: device class {alt.device_class} does not "
                                               "exist")
             claims.append(state)
         return TaskClaims(claims)
+
+    def _refused(self, task: TaskInfo, reason: str, message: str) -> TaskClaims:
+        """A claim or class the API server would have refused (Kubernetes mode: the CRDs standing in for
+        resource.k8s.io do not validate): the pod waits, and a Warning event on it says why, once per
+        problem while the pod lives."""
+        told = self._told
+        if (task.uid, message) not in told:
+            told.add((task.uid, message))
+            self.ssn.effects.append(Event("Pod", task.namespace, task.name, "Warning", reason, message))
+        return TaskClaims([], message)
 
     # -- PreFilter, Filter ---------------------------------------------------------------------------
 

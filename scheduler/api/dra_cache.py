@@ -83,6 +83,8 @@ class DraCache:
         self.problems: dict[tuple[str, str], str] = {}
         self.versions: dict[tuple[str, str], int] = {}
         self._index: SliceIndex | None = None
+        # claims whose status a bind is writing (Kubernetes mode): key -> the resourceVersion it was based on
+        self.assumed: dict[str, int] = {}
 
     def _newer(self, kind: str, key: str, obj: Mapping[str, Any]) -> bool:
         raw = (obj.get("metadata") or {}).get("resourceVersion")
@@ -155,6 +157,13 @@ class DraCache:
         key = self._key(obj, True)
         if not self._newer("ResourceClaim", key, obj):
             return
+        base = self.assumed.get(key)
+        if base is not None:
+            rv = self.versions.get(("ResourceClaim", key))
+            if rv is not None and rv <= base:
+                self.claim_objects[key] = obj  # not newer than what the assumption was made on: it stands
+                return
+            del self.assumed[key]
         if self._valid("ResourceClaim", key, obj):
             self.claims[key] = resource_claim_from(obj)
             self.claim_objects[key] = obj
@@ -164,7 +173,33 @@ class DraCache:
 
     update_resource_claim = add_resource_claim
 
+    def assume_claim_status(self, key: str, allocation: Mapping[str, Any] | None,
+                            reserved_for: list[Mapping[str, Any]]) -> bool:
+        """A bind is writing this status (PreBind): the next session sees it at once.  The API's next
+        version of the claim replaces it; ``forget_claim`` restores the API's current one."""
+        obj = self.claim_objects.get(key)
+        if obj is None:
+            return False
+        status = dict(obj.get("status") or {})
+        if allocation is not None:
+            status["allocation"] = allocation
+        status["reservedFor"] = [dict(r) for r in reserved_for]
+        self.claims[key] = resource_claim_from({**obj, "status": status})
+        try:
+            self.assumed[key] = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        except (TypeError, ValueError):
+            self.assumed[key] = 0
+        return True
+
+    def forget_claim(self, key: str) -> None:
+        """The status write failed: the claim is what the API last said again."""
+        if self.assumed.pop(key, None) is not None:
+            obj = self.claim_objects.get(key)
+            if obj is not None:
+                self.claims[key] = resource_claim_from(obj)
+
     def delete_resource_claim(self, key: str) -> None:
+        self.assumed.pop(key, None)
         self.claims.pop(key, None)
         self.claim_objects.pop(key, None)
         self.problems.pop(("ResourceClaim", key), None)

@@ -44,6 +44,16 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
            "the resourcequota plugin: namespace ResourceQuotas gate the enqueue of PodGroups"),
     Access("nodeinfo.volcano.sh", "numatopologies", ("get", "list", "watch"),
            "the numa-aware plugin: each node's NUMA topology and free CPUs (Volcano's resource exporter)"),
+    Access("resource.k8s.io", "deviceclasses", ("get", "list", "watch"),
+           "Dynamic Resource Allocation: DeviceClasses and their CEL selectors"),
+    Access("resource.k8s.io", "resourceslices", ("get", "list", "watch"),
+           "Dynamic Resource Allocation: the devices drivers publish"),
+    Access("resource.k8s.io", "resourceclaims", ("get", "list", "watch"),
+           "Dynamic Resource Allocation: the pods' claims, and the devices other claims hold"),
+    Access("resource.k8s.io", "resourceclaimtemplates", ("get", "list", "watch"),
+           "Dynamic Resource Allocation: the templates pods' claims are made from"),
+    Access("resource.k8s.io", "resourceclaims/status", ("update",),
+           "Dynamic Resource Allocation: a claim's allocation and reservedFor, written before the binding"),
 )
 
 

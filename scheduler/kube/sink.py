@@ -33,9 +33,19 @@ from typing import Any
 
 import structlog
 
-from ..framework.effects import Bind, Effect, Event, Evict, NodeLock, PodCondition, PodGroupStatus, QueueStatus
-from .api import (EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, STRATEGIC_MERGE_PATCH, ApiError, KubeClient,
-                  warn_unless_denied)
+from ..framework.effects import (
+    Bind,
+    ClaimStatus,
+    Effect,
+    Event,
+    Evict,
+    NodeLock,
+    PodCondition,
+    PodGroupStatus,
+    QueueStatus,
+)
+from .api import (EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, RESOURCE_CLAIMS, STRATEGIC_MERGE_PATCH, ApiError,
+                  KubeClient, warn_unless_denied)
 from ..metrics import Metrics
 from ..api.types import GROUP_NAME_ANNOTATION
 from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time
@@ -43,6 +53,11 @@ from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time
 log = structlog.get_logger("vcsched.kube.sink")
 
 EVENT_CACHE = 4096
+
+
+class ClaimChanged(Exception):
+    """A claim is no longer as the session saw it (allocated elsewhere, made again): the pod waits."""
+
 EVENT_QUEUE = 1000  # client-go's broadcaster queue length
 # client-go's EventSourceObjectSpamFilter: per source and object, a burst of 25 events, then one per 5 min
 SPAM_BURST, SPAM_QPS = 25, 1 / 300
@@ -283,6 +298,7 @@ class KubeSink:
         self._bind_slots = asyncio.Semaphore(bind_workers)
         self.writes = Writes(status_workers)
         self._binds: set[asyncio.Task[None]] = set()
+        self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
         self.bound = 0
         self.bind_failures = 0
 
@@ -309,6 +325,9 @@ class KubeSink:
                 if owed:  # the pod's group annotation, owed by the controller in this process, goes with it
                     e = dataclasses.replace(e, annotations={**owed, **e.annotations})
                 mine = self.feeder.assume(e.uid, e.node, e.annotations)
+                for st in e.claims:  # DRA's PreBind: the claims' new status, seen by the next session at once
+                    self.feeder.cache.dra.assume_claim_status(f"{st.namespace}/{st.name}", st.allocation,
+                                                              list(st.reserved_for))
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
                 task = asyncio.create_task(self._bind(e, mine))
@@ -423,6 +442,20 @@ class KubeSink:
         path = PODS.path(e.namespace, e.name, "binding")
         async with self._bind_slots:
             sent = time.perf_counter()
+            if e.claims:
+                try:
+                    await self._write_claims(e)
+                except (ApiError, ClaimChanged) as err:
+                    self.bind_failures += 1
+                    log.warning("claim status not written; the pod is not bound", pod=f"{e.namespace}/{e.name}",
+                                error=str(err))
+                    for st in e.claims:
+                        self.feeder.cache.dra.forget_claim(f"{st.namespace}/{st.name}")
+                    self.feeder.forget(e.uid, mine)
+                    msg = f"running PreBind plugin \"DynamicResources\": {err}"
+                    await self._write_condition(e.namespace, e.name, "SchedulerError", msg, "")
+                    self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling", msg)
+                    return
             try:
                 await self.retry.call(lambda: self.client.request("POST", path, body=body), f"bind {e.namespace}/{e.name}")
             except ApiError as err:
@@ -448,6 +481,54 @@ class KubeSink:
         log.debug("bound", pod=f"{e.namespace}/{e.name}", node=e.node, seconds=round(time.perf_counter() - started, 4))
         self.events.emit("Pod", e.namespace, e.name, e.uid, "Normal", "Scheduled",
                          f"Successfully assigned {e.namespace}/{e.name} to {e.node}")
+
+    async def _write_claims(self, e: Bind) -> None:
+        """DynamicResources' PreBind: each claim's ``status.allocation`` (when this session allocated it)
+        and ``status.reservedFor`` with the pod, written through ``resourceclaims/status`` on the claim as
+        the API holds it now (a conflict re-reads it, twice at most), one write per claim at a time."""
+        for st in e.claims:
+            key = f"{st.namespace}/{st.name}"
+            entry = self._claim_locks.get(key)
+            if entry is None:
+                entry = self._claim_locks[key] = [asyncio.Lock(), 0]
+            entry[1] += 1
+            try:
+                async with entry[0]:
+                    written = await self._write_claim(e, st)
+            finally:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._claim_locks[key]
+            self.feeder.cache.dra.update_resource_claim(written)
+
+    async def _write_claim(self, e: Bind, st: ClaimStatus) -> dict[str, Any]:
+        path = RESOURCE_CLAIMS.path(st.namespace, st.name)
+        what = f"resourceclaim {st.namespace}/{st.name}"
+        for attempt in range(3):
+            claim = await self.retry.call(lambda: self.client.request("GET", path), f"get {what}")
+            if st.uid and (claim.get("metadata") or {}).get("uid") != st.uid:
+                raise ClaimChanged(f"{what} was deleted and made again")
+            status = dict(claim.get("status") or {})
+            if st.allocation is not None:
+                if status.get("allocation") not in (None, st.allocation):
+                    raise ClaimChanged(f"{what} was allocated meanwhile")
+                status["allocation"] = st.allocation
+            elif status.get("allocation") is None:
+                raise ClaimChanged(f"{what} is no longer allocated")
+            reserved = [dict(r) for r in status.get("reservedFor") or []]
+            if not any(r.get("uid") == e.uid for r in reserved):
+                reserved.append({"resource": "pods", "name": e.name, "uid": e.uid})
+            status["reservedFor"] = reserved
+            claim["status"] = status
+            try:
+                return await self.retry.call(
+                    lambda: self.client.request("PUT", RESOURCE_CLAIMS.path(st.namespace, st.name, "status"),
+                                                body=claim), f"update {what} status")
+            except ApiError as err:
+                if err.status != 409 or attempt == 2:
+                    raise
+                log.info("conflict on a claim's status, re-reading", claim=f"{st.namespace}/{st.name}")
+        raise AssertionError("unreachable")
 
     async def _resync(self, e: Bind, mine: Assumed | None) -> None:
         """Re-read the pod (cache.go · resyncTask) so the cache holds what the API holds.

@@ -31,7 +31,9 @@ from ..api.task_info import parse_timestamp
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
 from ..metrics import Metrics
+from ..sim.dra_manifest import dra_problem
 from .api import (
+    DEVICE_CLASSES,
     HYPERNODES,
     NODES,
     NUMATOPOLOGIES,
@@ -40,7 +42,10 @@ from .api import (
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     RESOURCE_QUOTAS,
+    RESOURCE_SLICES,
     ApiError,
     KubeClient,
     Kind,
@@ -292,6 +297,9 @@ class CacheFeeder:
         self.evicting: set[str] = set()  # pods being evicted, Releasing until the API deletes them
         self.owed: dict[str, OwedGroup] = {}  # uid → its group, told in process, annotation not yet seen
         self.generation = 0  # counts snapshots (``next_generation``)
+        # the resource.k8s.io objects are checked as the API server checks them: the CRDs that stand in
+        # for them on an older server do not (sim/dra_manifest.py)
+        cache.dra.validator = dra_problem
 
     # -- pods ------------------------------------------------------------------------
 
@@ -430,11 +438,18 @@ class CacheFeeder:
             PDBS: _Fn(c.update_pdb, lambda o: c.delete_pdb(object_key(o))),
             RESOURCE_QUOTAS: _Fn(c.update_resource_quota, lambda o: c.delete_resource_quota(object_key(o))),
             NUMATOPOLOGIES: _Fn(c.update_numatopology, lambda o: c.delete_numatopology(o["metadata"]["name"])),
+            DEVICE_CLASSES: _Fn(c.dra.update_device_class, lambda o: c.dra.delete_device_class(o["metadata"]["name"])),
+            RESOURCE_SLICES: _Fn(c.dra.update_resource_slice,
+                                 lambda o: c.dra.delete_resource_slice(o["metadata"]["name"])),
+            RESOURCE_CLAIMS: _Fn(c.dra.update_resource_claim, lambda o: c.dra.delete_resource_claim(object_key(o))),
+            RESOURCE_CLAIM_TEMPLATES: _Fn(c.dra.update_resource_claim_template,
+                                          lambda o: c.dra.delete_resource_claim_template(object_key(o))),
         }
 
 
 # the kinds a cluster may not serve (CRDs an older Volcano did not install): taken as empty then
-OPTIONAL_KINDS = frozenset({HYPERNODES, NUMATOPOLOGIES})
+OPTIONAL_KINDS = frozenset({HYPERNODES, NUMATOPOLOGIES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,
+                            RESOURCE_CLAIM_TEMPLATES})
 
 
 class _Fn:

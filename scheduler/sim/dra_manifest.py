@@ -604,3 +604,24 @@ def validate_pod_claims(spec: dict, status: dict, check: Checker) -> None:
         if entry.get("resourceClaimName") is not None:
             check_dns_subdomain(as_string(entry["resourceClaimName"], check, f"{p}.resourceClaimName"), check,
                                 f"{p}.resourceClaimName")
+
+
+_VALIDATORS = {
+    "DeviceClass": validate_device_class,
+    "ResourceSlice": validate_resource_slice,
+    "ResourceClaim": validate_resource_claim,
+    "ResourceClaimTemplate": validate_resource_claim_template,
+}
+
+
+def dra_problem(kind: str, obj: dict) -> str | None:
+    """Kubernetes mode: what the API server would refuse in this object, as ``field: problem``, or None."""
+    import copy
+
+    from .fields import ManifestError
+
+    try:
+        _VALIDATORS[kind](copy.deepcopy(dict(obj)), Checker(""))
+    except ManifestError as e:
+        return f"{e.field}: {e.detail}" if e.field else e.detail
+    return None

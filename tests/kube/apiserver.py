@@ -56,9 +56,14 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "bus.volcano.sh/v1alpha1/commands": ("Command", True, ()),
     "apps/v1/replicasets": ("ReplicaSet", True, ()), "apps/v1/statefulsets": ("StatefulSet", True, ()),
     "apps/v1/daemonsets": ("DaemonSet", True, ()), "batch/v1/jobs": ("Job", True, ()),
+    "resource.k8s.io/v1/deviceclasses": ("DeviceClass", False, ()),
+    "resource.k8s.io/v1/resourceslices": ("ResourceSlice", False, ()),
+    "resource.k8s.io/v1/resourceclaims": ("ResourceClaim", True, ("status",)),
+    "resource.k8s.io/v1/resourceclaimtemplates": ("ResourceClaimTemplate", True, ()),
 }
 # resources whose status is written only through /status (and only status is written there)
-STATUS_SUBRESOURCE = {("", "pods"), ("scheduling.volcano.sh", "queues"), ("batch.volcano.sh", "jobs")}
+STATUS_SUBRESOURCE = {("", "pods"), ("scheduling.volcano.sh", "queues"), ("batch.volcano.sh", "jobs"),
+                      ("resource.k8s.io", "resourceclaims")}
 
 
 @dataclass
@@ -408,6 +413,9 @@ KINDS = {
     "Service": ("", "services"), "Secret": ("", "secrets"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
     "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
+    "DeviceClass": ("resource.k8s.io", "deviceclasses"), "ResourceSlice": ("resource.k8s.io", "resourceslices"),
+    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
+    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
 }
 
 
