@@ -41,7 +41,11 @@ Registers:
   the bucket's pods bound there, minus the anti-affine pods of the job there, plus the bucket's
   pending pods, less one for each of them taken out until the rest fits the node; times
   ``task-topology.weight`` (default 1), times 100 (MaxNodeScore) over the largest bucket's size.
-  Other tasks score 0;
+  Other tasks score 0.  Off the nodes of its bucket and job a task scores at most its bucket's
+  pending count, so the scorer is also a BonusScorer (``Point.TASK_NODE_BONUS``): the node search
+  keeps sharing the other scorers' work between tasks of one shape and adds this score only where
+  it can win, choosing the node a node-by-node search would (a negative weight has no such cap: its
+  tasks in buckets search node by node, ``Point.TASK_SHAPE``);
 - an AllocateFunc event handler: a placed task counts as bound in its bucket and on its node.
 
 Where vcsched differs, and why:
