@@ -336,3 +336,12 @@ def test_a_bad_annotation_on_a_batch_job(simulate):
     [message] = warnings(out)
     assert message.startswith(f"metadata.annotations[{AFFINITY}]: task chief do not exist in job <default/tf-")
     assert out["jobs"]["default/tf"]["phase"] == "Running"
+
+
+def test_a_negative_weight_turns_affinity_into_repulsion(simulate):
+    """Volcano takes any integer weight: ``-10`` makes the bucket score a penalty, and the self-affine
+    workers spread out (their tasks then search node by node: no cap bounds a negative score)."""
+    manifests = NODES + job1([("worker", 3)], {AFFINITY: "worker"})
+    code, out = simulate(manifests, conf=CONF.replace("weight: 10", "weight: -10"))
+    assert code == 0
+    assert sorted(where(out, f"job1-worker-{i}") for i in range(3)) == ["n1", "n2", "n3"]

@@ -333,7 +333,7 @@ ONLY_TOPOLOGY = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  -
 
 @pytest.mark.parametrize("conf_name, nodes, pods, gang, weight", [
     ("default", 150, 900, 4, 10), ("default", 40, 400, 8, 10), ("default", 60, 500, 6, 1),
-    ("only-topology", 60, 600, 8, 10),
+    ("only-topology", 60, 600, 8, 10), ("only-topology", 60, 600, 8, -10), ("default", 40, 400, 8, -3),
 ])
 def test_shared_search_with_bucket_scores_equals_node_by_node(monkeypatch, conf_name, nodes, pods, gang, weight):
     """The node search shares the other scorers' work and adds each task's bucket score where it can win
