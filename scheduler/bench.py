@@ -71,6 +71,9 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
                 "volcano.sh/vgpu-memory": str(args.gpus_per_node * args.gpu_memory),
                 "volcano.sh/vgpu-cores": str(args.gpus_per_node * 100),
             })
+    plugin_gpus = getattr(args, "device_plugin_gpus", 0)
+    for n in nodes if plugin_gpus > 0 else ():  # what NVIDIA's device plugin publishes
+        n["status"]["allocatable"]["nvidia.com/gpu"] = str(plugin_gpus)
     npu_chips = getattr(args, "ascend310p_chips", 0)
     if npu_chips > 0:
         chips = ",".join(f"Ascend310P-{c}" for c in range(npu_chips))
@@ -93,6 +96,9 @@ def build_cluster(args: argparse.Namespace) -> tuple[list[dict], list[dict], lis
             resources["limits"] = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(gmem),
                                    "volcano.sh/vgpu-cores": str(gcores)}
             resources["requests"].update(resources["limits"])
+        if plugin_gpus > 0:
+            resources["limits"] = {"nvidia.com/gpu": "1"}
+            resources["requests"]["nvidia.com/gpu"] = "1"
         labels: dict[str, str] = {}
         if npu_chips > 0:
             cores, extra = rng.choice(ASCEND310P_REQUESTS)
@@ -285,6 +291,40 @@ ASCEND310P_SCHEDULER_CONF = DEFAULT_SCHEDULER_CONF + """\
 """
 
 
+# --dra-gpus-per-node: Dynamic Resource Allocation's shape of the same cluster: a ResourceSlice of N GPUs
+# per node (NVIDIA's DRA driver's attributes), a DeviceClass with a CEL selector, one claim of one GPU per pod
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def dra_cluster(nodes: list[dict], pods: list[dict], gpus: int) -> tuple[list[dict], list[dict], dict[str, dict]]:
+    """(DeviceClasses, ResourceSlices, claims by namespace/name); each pod names its claim."""
+    classes = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRA_DRIVER},
+                "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRA_DRIVER}'"}}]}}]
+    slices = []
+    for n in nodes:
+        name = n["metadata"]["name"]
+        slices.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
+                       "spec": {"driver": DRA_DRIVER, "nodeName": name,
+                                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                "devices": [{"name": f"gpu-{g}", "attributes": {
+                                    "type": {"string": "gpu"}, "productName": {"string": "NVIDIA A100-SXM4-40GB"},
+                                    "index": {"int": g}, "driverVersion": {"version": "550.54.15"}},
+                                    "capacity": {"memory": {"value": "40Gi"}}} for g in range(gpus)]}})
+    claims = {}
+    selector = f"device.attributes['{DRA_DRIVER}'].productName.startsWith('NVIDIA A100')"
+    for p in pods:
+        meta = p["metadata"]
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": f"{meta['name']}-gpu", "namespace": meta["namespace"], "uid": f"claim-{meta['uid']}"},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                     "deviceClassName": DRA_DRIVER, "allocationMode": "ExactCount", "count": 1,
+                     "selectors": [{"cel": {"expression": selector}}]}}]}}}
+        claims[f"{meta['namespace']}/{meta['name']}-gpu"] = claim
+        p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{meta['name']}-gpu"}]
+        p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return classes, slices, claims
+
+
 def run(args: argparse.Namespace) -> BenchResult:
     conf_text = GPU_SCHEDULER_CONF if getattr(args, "gpus_per_node", 0) > 0 else DEFAULT_SCHEDULER_CONF
     if getattr(args, "ascend310p_chips", 0) > 0:
@@ -312,9 +352,17 @@ def run(args: argparse.Namespace) -> BenchResult:
         leaves = [q["metadata"]["name"] for q in queues if q["metadata"]["name"].startswith("leaf-")]
         for i, pg in enumerate(podgroups):  # jobs round robin over the leaves
             pg["spec"]["queue"] = leaves[i % len(leaves)]
+    dra = dra_cluster(nodes, pods, args.dra_gpus_per_node) if getattr(args, "dra_gpus_per_node", 0) > 0 else None
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
     cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods, queues)
+    if dra is not None:
+        for obj in dra[0]:
+            cache.dra.add_device_class(obj)
+        for obj in dra[1]:
+            cache.dra.add_resource_slice(obj)
+        for obj in dra[2].values():
+            cache.dra.add_resource_claim(obj)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
@@ -333,6 +381,14 @@ def run(args: argparse.Namespace) -> BenchResult:
         evictions += len(evicts)
         for b in binds:
             pod = by_key[f"{b.namespace}/{b.name}"]
+            for st in b.claims:  # the claims' PreBind status, as the API would hold it
+                claim = dra[2][f"{st.namespace}/{st.name}"]
+                status = dict(claim.get("status") or {})
+                if st.allocation is not None:
+                    status["allocation"] = st.allocation
+                status["reservedFor"] = list(st.reserved_for)
+                claim["status"] = status
+                cache.dra.update_resource_claim(claim)
             pod["spec"]["nodeName"] = b.node
             pod["status"]["phase"] = "Running"
             cache.update_pod(pod)
@@ -469,6 +525,11 @@ def add_parser(sub: Any) -> None:
                    help="ps/worker jobs (a quarter ps) whose PodGroups carry task-topology annotations (ps with "
                         "workers, ps apart, ps first), with the task-topology plugin (weight 10) beside predicates; "
                         "needs --gang-size 2 or more")
+    p.add_argument("--dra-gpus-per-node", type=int, default=0, metavar="N",
+                   help="Dynamic Resource Allocation: a ResourceSlice of N GPUs per node, a DeviceClass with a CEL "
+                        "selector, and each pod a ResourceClaim of one GPU with a selector of its own")
+    p.add_argument("--device-plugin-gpus", type=int, default=0, metavar="N",
+                   help="the same shape with a device plugin: nvidia.com/gpu N per node, each pod asking 1")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)
