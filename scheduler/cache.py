@@ -139,6 +139,7 @@ class Cache:
         # topology.volcano.sh HyperNodes; their tree is derived again when they or the nodes change
         self.hypernodes: dict[str, HyperNode] = {}
         self._hypernode_tree: HyperNodeTree | None = None
+        self._hypernode_problems: set[tuple[str, str]] = set()  # those logged, while they last
         # policy/v1 PodDisruptionBudgets by namespace/name, and each namespace's ResourceQuota status
         # (Volcano's NamespaceCollection): what the pdb and resourcequota plugins read
         self.pdbs: dict[str, PodDisruptionBudget] = {}
@@ -343,9 +344,15 @@ class Cache:
         if tree is None:
             nodes = [(n.name, n.spec.labels) for n in self.nodes.values() if n.ready]
             tree = self._hypernode_tree = HyperNodeTree.build(self.hypernodes, nodes)
-            if not tree.ready:
-                log.error("HyperNodes are not ready to schedule: jobs with a network topology wait",
-                          hypernode=tree.error_at, error=tree.error)
+            said, self._hypernode_problems = self._hypernode_problems, set(tree.problems)
+            for name, problem in tree.problems:  # each once, until it is gone (the session makes it an event)
+                if (name, problem) in said:
+                    continue
+                if not tree.ready and (name, problem) == (tree.error_at, tree.error):
+                    log.error("HyperNodes are not ready to schedule: jobs with a network topology wait",
+                              hypernode=name, error=problem)
+                else:
+                    log.error("HyperNode member refused: it selects no node", hypernode=name, error=problem)
         return tree
 
     # -- Numatopologies ------------------------------------------------------------------------

@@ -15,7 +15,10 @@ whenever the input is consistent.  Where it is not, the tree is not ready (Volca
   ``HyperNode x already has a parent a, and cannot set another parent b``.
 
 Regular expressions are Go's (RE2), matched anywhere in the node name as Go's ``MatchString`` does;
-an invalid one selects nothing, as in Volcano (simulate refuses it at input).
+an invalid one selects nothing, as in Volcano (simulate refuses it at input), and so does a
+``labelMatch`` that does not convert to a selector; the tree stays ready.  Every such problem, and
+the one that makes the tree not ready, is in ``problems`` (HyperNode, message): the cache logs each
+once and the session turns each into a Warning event on its HyperNode, once.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Member:
     exact: str | None = None
     pattern: str | None = None
     labels: LabelSelector | None = None  # None also for a labelMatch that selects nothing
+    error: str = ""  # why this member selects nothing though it names a selector (field: message)
 
     def select(self, nodes: Iterable[tuple[str, Mapping[str, str]]]) -> set[str]:
         """``GetMembers``: the node names this member selects from (name, labels) pairs."""
@@ -72,6 +76,7 @@ class HyperNode:
     tier: int
     tier_name: str = ""
     members: tuple[Member, ...] = ()
+    uid: str = ""  # the object's metadata.uid (what an Event about it refers to)
 
     @property
     def has_selector_members(self) -> bool:
@@ -84,20 +89,28 @@ def hypernode_from(obj: Mapping[str, Any]) -> HyperNode:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     members = []
-    for raw in spec.get("members") or []:
+    for i, raw in enumerate(spec.get("members") or []):
         selector = raw.get("selector") or {}
         exact = (selector.get("exactMatch") or {}).get("name") if "exactMatch" in selector else None
         pattern = (selector.get("regexMatch") or {}).get("pattern") if "regexMatch" in selector else None
         labels = None
+        error = ""
+        if pattern is not None:
+            try:
+                compile_pattern(pattern)
+            except re2.error as e:  # Volcano: "Failed to compile regex pattern", the member selects nothing
+                error = (f"spec.members[{i}].selector.regexMatch.pattern: {pattern!r} is not a valid regular "
+                         f"expression ({e}); the member selects no node")
         label_match = selector.get("labelMatch")
         if label_match is not None and (label_match.get("matchLabels") or label_match.get("matchExpressions")):
             try:
                 labels = parse_label_selector(label_match)
-            except SelectorError:
-                labels = None  # Volcano: a selector that does not convert selects nothing
-        members.append(Member(str(raw.get("type") or ""), exact, pattern, labels))
+            except SelectorError as e:  # Volcano: a selector that does not convert selects nothing
+                labels = None
+                error = f"spec.members[{i}].selector.labelMatch: {e}; the member selects no node"
+        members.append(Member(str(raw.get("type") or ""), exact, pattern, labels, error))
     return HyperNode(str(meta.get("name") or ""), int(spec.get("tier") or 0), str(spec.get("tierName") or ""),
-                     tuple(members))
+                     tuple(members), str(meta.get("uid") or ""))
 
 
 @dataclass(slots=True)
@@ -116,7 +129,7 @@ class HyperNodeInfo:
 class HyperNodeTree:
     """The derived structure the sessions read (immutable once built)."""
 
-    __slots__ = ("hypernodes", "by_tier", "tier_names", "ready", "error", "error_at")
+    __slots__ = ("hypernodes", "by_tier", "tier_names", "ready", "error", "error_at", "problems")
 
     def __init__(self) -> None:
         self.hypernodes: dict[str, HyperNodeInfo] = {}
@@ -125,6 +138,8 @@ class HyperNodeTree:
         self.ready = True
         self.error = ""
         self.error_at = ""  # the HyperNode whose members the error is about
+        # (HyperNode, message): members that select nothing by mistake, and the error above
+        self.problems: list[tuple[str, str]] = []
 
     @classmethod
     def build(cls, hypernodes: Mapping[str, HyperNode],
@@ -138,6 +153,7 @@ class HyperNodeTree:
             tree.by_tier.setdefault(hn.tier, set()).add(name)
             if hn.tier_name:
                 tree.tier_names[hn.tier_name] = hn.tier  # the last one wins on a conflict, as in Volcano
+            tree.problems.extend((name, m.error) for m in hn.members if m.error)
         # parents first: a member already claimed by another HyperNode is an error
         for name in sorted(hypernodes):
             for m in hypernodes[name].members:
@@ -164,6 +180,7 @@ class HyperNodeTree:
             self.ready = False
             self.error = error
             self.error_at = at
+            self.problems.append((at, error))
 
     def _real_nodes(self, name: str, hypernodes: Mapping[str, HyperNode], nodes: list[tuple[str, Mapping[str, str]]],
                     resolved: dict[str, frozenset[str]], chain: list[str]) -> frozenset[str]:

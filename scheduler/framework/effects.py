@@ -84,8 +84,8 @@ class PodCondition:
 
 @dataclass(slots=True, frozen=True)
 class Event:
-    kind: str  # "Pod" or "PodGroup"
-    namespace: str
+    kind: str  # "Pod", "PodGroup" or "HyperNode"
+    namespace: str  # "" for a cluster-scoped object (a HyperNode)
     name: str
     type: str  # "Normal" or "Warning"
     reason: str

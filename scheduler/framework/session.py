@@ -16,7 +16,6 @@ from typing import Any
 
 import structlog
 
-from ..api.dra_quota import queue_allocated as dra_queue_allocated
 from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
 from ..api.namespace_info import NamespaceInfo
@@ -113,6 +112,8 @@ class SchedulerState:
     hypernode_decisions: dict[str, HyperNodeDecision] = field(default_factory=dict)
     # the network-topology problems already reported as events: (PodGroup, uid, problem)
     topology_warnings: set[tuple[str, str, str]] = field(default_factory=set)
+    # the HyperNode tree's problems already reported as events: (HyperNode, problem)
+    hypernode_warnings: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
@@ -156,7 +157,9 @@ class Session:
         self.node_changes: list[int] = []
         for i, n in enumerate(self.node_list):
             n.index = i
+        self.effects: list[Effect] = []  # before the topology: its problems are the first effects
         self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
+        self._report_hypernode_problems(snapshot.hypernodes)
         self._report_topology_problems(self.topology.adjust(self.jobs.values()))
         decisions = self.state.hypernode_decisions
         for uid, job in self.jobs.items():
@@ -167,7 +170,6 @@ class Session:
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
         self.enabled_actions = set(conf.actions)
-        self.effects: list[Effect] = []
         self.pod_group_old_state = {
             uid: (j.podgroup.status_tuple() if j.podgroup else None) for uid, j in self.jobs.items()
         }
@@ -203,6 +205,23 @@ class Session:
                 self.effects.append(Event("PodGroup", pg.namespace, pg.name, "Warning", "InvalidNetworkTopology",
                                           f"spec.networkTopology: {problem}; the job is scheduled without a tier limit"))
         self.state.topology_warnings = now
+
+    def _report_hypernode_problems(self, tree: HyperNodeTree) -> None:
+        """A Warning event ``InvalidHyperNode`` on each HyperNode the tree found a problem with (a cycle,
+        a second parent: jobs with a network topology wait; a member that selects nothing by mistake),
+        once per problem while it lasts.  Volcano only logs them; a HyperNode is cluster-scoped, so the
+        event's namespace is left empty (the sink writes it in ``default``, as client-go does)."""
+        warned = self.state.hypernode_warnings
+        if not tree.problems and not warned:
+            return
+        now = set(tree.problems)
+        for name, problem in tree.problems:
+            if (name, problem) in warned or name not in tree.hypernodes or not tree.hypernodes[name].exists:
+                continue
+            if not tree.ready and (name, problem) == (tree.error_at, tree.error):
+                problem = f"{problem}; the HyperNodes are not ready: jobs with a network topology wait"
+            self.effects.append(Event("HyperNode", "", name, "Warning", "InvalidHyperNode", problem))
+        self.state.hypernode_warnings = now
 
     # -- open and close ------------------------------------------------------------
 
@@ -686,31 +705,6 @@ class Session:
                 req.scalars.update(over)
         return req
 
-    def _dra_queue_allocated(self) -> dict[str, dict[str, str]]:
-        """The allocated tasks' ResourceClaims per queue and its ancestors, as ``deviceclass/<class>``
-        counts and ``<dimension>.deviceclass/<class>`` capacities, each claim once (api/dra_quota.py)."""
-        if self.dra is None or not self.dra.claims:
-            return {}
-
-        def pairs():
-            for job in self.jobs.values():
-                if job.queue not in self.queues:
-                    continue
-                for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
-                    for t in job.tasks_in(status):
-                        yield job.queue, t
-                        if "root" not in self.queues:
-                            continue
-                        name, seen = job.queue, {job.queue}
-                        while name != "root":
-                            name = self.queues[name].parent or "root" if name in self.queues else ""
-                            if not name or name in seen:
-                                break
-                            seen.add(name)
-                            yield name, t
-
-        return dra_queue_allocated(pairs(), self.dra)
-
     def _update_queues(self) -> None:
         """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
         allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
@@ -729,11 +723,8 @@ class Session:
                     allocated[parent].add(r)
                     seen.add(parent)
                     parent = (self.queues[parent].parent or "root") if parent != "root" else ""
-        dra = self._dra_queue_allocated()
         for name, q in self.queues.items():
             new = allocated[name].to_list()
-            if name in dra:  # DRA's devices beside the resources (session_dra_queue_status.go)
-                new.update(dra[name])
             if new != q.allocated:
                 q.allocated = new
                 self.effects.append(QueueStatus(name, new))

@@ -350,7 +350,7 @@ class SimCluster:
     def _record_event(self, e: Event) -> None:
         """An Event, or one more of the same (the recorder's aggregation: same object, type, reason
         and message)."""
-        obj = f"{e.kind} {e.namespace}/{e.name}"
+        obj = f"{e.kind} {e.namespace}/{e.name}" if e.namespace else f"{e.kind} {e.name}"  # "": cluster-scoped
         for seen in self.events:
             if (seen["object"], seen["type"], seen["reason"], seen["message"]) == (obj, e.type, e.reason, e.message):
                 seen["count"] += 1

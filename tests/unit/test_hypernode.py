@@ -89,3 +89,24 @@ def test_a_hypernode_claimed_by_two_parents_makes_the_tree_not_ready():
 def test_nodes_no_hypernode_holds():
     t = build(hn("s0", 1, node("node-0")))
     assert t.nodes_in_no_hypernode(["node-0", "node-1"]) == ["node-1"]
+
+
+def test_problems_a_regex_that_does_not_compile_and_a_label_match_that_does_not_convert_keep_the_tree_ready():
+    """Volcano's nodeMatchSelector: "Failed to compile regex pattern" / "Failed to convert labelMatch", logged,
+    the member selects nothing; the tree is still ready.  ``problems`` names the HyperNode and field."""
+    bad_labels = {"type": "Node", "selector": {"labelMatch": {"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": []}]}}}
+    t = build(hn("s0", 1, node("node-0"), regex("node-[")), hn("s1", 1, bad_labels), hn("s2", 1, node("node-2")))
+    assert t.ready
+    assert t.hypernodes["s0"].nodes == {"node-0"} and t.hypernodes["s1"].nodes == frozenset()
+    assert [(name, msg.split(":")[0]) for name, msg in t.problems] == [
+        ("s0", "spec.members[1].selector.regexMatch.pattern"), ("s1", "spec.members[0].selector.labelMatch")]
+    assert "'node-[' is not a valid regular expression" in t.problems[0][1]
+    assert build(hn("s", 1, regex("de-1$"))).problems == []
+
+
+def test_problems_hold_the_error_that_makes_the_tree_not_ready():
+    t = build(hn("a", 2, child("s")), hn("b", 2, child("s")), hn("s", 1, node("node-0")))
+    assert t.problems == [("b", "HyperNode s already has a parent a, and cannot set another parent b")]
+    t = build(hn("a", 2, child("b")), hn("b", 1, child("a")))
+    assert t.problems == [(t.error_at, t.error)] and t.error_at == "b"
