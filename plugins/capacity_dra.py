@@ -21,45 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from vcsched.api.dra import ALLOCATION_MODE_ALL, pod_claim_refs
-from vcsched.api.dra_cache import DraSnapshot
+from vcsched.api.dra_quota import (
+    DEVICE_CLASS_CAPACITY_SEP,
+    DEVICE_CLASS_COUNT_PREFIX,
+    DraRequest,
+    DraResource,
+    TaskDra,
+    merge,
+    task_dra,
+)
 from vcsched.api.job_info import JobInfo
 from vcsched.api.resource import Resource
-from vcsched.api.task_info import TaskInfo
 
-DEVICE_CLASS_COUNT_PREFIX = "deviceclass/"
-DEVICE_CLASS_CAPACITY_SEP = ".deviceclass/"
-
-
-@dataclass(slots=True)
-class DraResource:
-    """``api.DRAResource``: devices of one class, and the capacity asked of them."""
-
-    count: int = 0
-    capacity: dict[str, Fraction] = field(default_factory=dict)
-
-    def clone(self) -> DraResource:
-        return DraResource(self.count, dict(self.capacity))
-
-    def add(self, other: DraResource, times: int = 1) -> None:
-        self.count += other.count * times
-        for dim, q in other.capacity.items():
-            self.capacity[dim] = self.capacity.get(dim, Fraction(0)) + q * times
-
-    def sub(self, other: DraResource) -> None:
-        """Never below zero, as Volcano's ``Sub``."""
-        self.count = max(self.count - other.count, 0)
-        for dim, q in other.capacity.items():
-            if dim in self.capacity:
-                self.capacity[dim] = max(self.capacity[dim] - q, Fraction(0))
-
-
-DraRequest = dict[str, DraResource]  # by DeviceClass
-
-
-def merge(dst: DraRequest, src: Mapping[str, DraResource], times: int = 1) -> None:
-    for cls, res in src.items():
-        dst.setdefault(cls, DraResource()).add(res, times)
+__all__ = ["DraQuota", "TaskDra", "job_min_dra", "task_dra", "DraResource"]
 
 
 def parse_quota(r: Resource | None) -> DraRequest:
@@ -76,45 +50,6 @@ def parse_quota(r: Resource | None) -> DraRequest:
         elif name.startswith(DEVICE_CLASS_COUNT_PREFIX) and len(name) > len(DEVICE_CLASS_COUNT_PREFIX):
             out.setdefault(name[len(DEVICE_CLASS_COUNT_PREFIX):], DraResource()).count = int(milli // 1000)
     return out
-
-
-@dataclass(slots=True)
-class TaskDra:
-    """What one pod's claims ask (``DRAResreq``), in total and per claim (``ResourceClaimDRAResreq``)."""
-
-    total: DraRequest
-    per_claim: dict[str, DraRequest]
-
-
-def task_dra(task: TaskInfo, snap: DraSnapshot, consumable: bool) -> TaskDra | None:
-    """``buildTaskDRAInfo``: None for a pod without counted claims (or claims not made yet)."""
-    refs = pod_claim_refs(task.pod)
-    if not refs:
-        return None
-    total: DraRequest = {}
-    per_claim: dict[str, DraRequest] = {}
-    for ref in refs:
-        if not ref.claim:
-            continue
-        key = f"{task.namespace}/{ref.claim}"
-        claim = snap.claims.get(key)
-        if claim is None or key in per_claim:
-            continue
-        mine: DraRequest = {}
-        for request in claim.requests:
-            exact = request.exactly
-            if exact is None or exact.allocation_mode == ALLOCATION_MODE_ALL or not exact.device_class:
-                continue
-            res = DraResource(exact.count or 1)
-            if consumable and exact.capacity:
-                res.capacity = {dim: q * res.count for dim, q in exact.capacity.items()}
-            merge(mine, {exact.device_class: res})
-        if mine:
-            per_claim[key] = mine
-            merge(total, mine)
-    if not per_claim:
-        return None
-    return TaskDra(total, dict(sorted(per_claim.items())))
 
 
 def job_min_dra(job: JobInfo, dra_of) -> DraRequest | None:

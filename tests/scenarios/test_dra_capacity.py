@@ -129,3 +129,34 @@ def test_an_unresolved_template_claim_keeps_the_pod_waiting(simulate):
     assert code == 0, out
     assert out["pods"]["ns1/p"]["node"] is None
     assert "waiting for the resourceclaim controller to create the ResourceClaim" in out["pods"]["ns1/p"]["reason"]
+
+
+def test_queue_status_counts_device_classes_and_a_shared_claim_once(simulate):
+    """framework/session_dra_queue_status.go (TestAddTaskDRAAllocatedByQueueDeduplicatesSharedClaims,
+    TestMergeDRAAllocatedIntoResourceList): a queue's status.allocated carries deviceclass/<class> and
+    <dimension>.deviceclass/<class> beside the resources, a claim shared by two pods counted once, summed
+    into root."""
+    from .dra_fixtures import device_class, gpu, resource_slice
+
+    shared_dev = gpu("gpu-0", extra='{"allowMultipleAllocations": true}')
+    ask = {"name": "req-1", "exactly": exact("gpu.com", 1, capacity={"requests": {"memory": "8Gi"}})}
+    manifests = (node("n1", cpu="10", memory="10Gi", pods=10) + queue("q1") + device_class("gpu.com")
+                 + resource_slice("n1-gpus", "n1", [shared_dev, gpu("gpu-1")], driver="gpu.com")
+                 + claim("shared", claim_spec([ask]), ns="ns1")
+                 + "".join(podgroup(f"{n}-pg", 1, queue="q1", ns="ns1")
+                           + claim_pod(n, {"c": ("claim", "shared")}, group=f"{n}-pg", ns="ns1") for n in ("a", "b")))
+    conf = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: proportion
+"""
+    code, out = simulate(manifests, conf=conf)
+    assert code == 0, out
+    assert bound(out) == {"ns1/a": "n1", "ns1/b": "n1"}
+    allocated = out["queues"]["q1"]["allocated"]
+    assert allocated["deviceclass/gpu.com"] == "1"
+    assert allocated["memory.deviceclass/gpu.com"] == "8Gi"
+    assert out["queues"]["root"]["allocated"]["deviceclass/gpu.com"] == "1"
