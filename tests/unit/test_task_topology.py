@@ -347,3 +347,48 @@ def test_shared_search_with_bucket_scores_equals_node_by_node(monkeypatch, conf_
     shared = bench_placements(monkeypatch, True, conf_text, nodes, pods, gang, weight)
     assert shared == direct
     assert len(direct) > pods // 3
+
+
+# -- vcsched bench --task-topology -----------------------------------------------------------------------
+
+
+def test_bench_task_topology_places_ps_worker_jobs(capsys, monkeypatch):
+    """The flag makes every job ps/worker with the annotations, enables the plugin (which builds a
+    manager per job), and every pod is placed."""
+    import json
+
+    from vcsched.cli import main
+
+    managed: list[int] = []
+    init = TaskTopologyPlugin.init_buckets
+
+    def counting(self, ssn):
+        init(self, ssn)
+        managed.append(len(self.managers))
+
+    monkeypatch.setattr(TaskTopologyPlugin, "init_buckets", counting)
+    assert main(["bench", "--nodes", "20", "--pods", "80", "--gang-size", "8", "--task-topology", "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pods_placed"] == 80
+    assert managed[0] == 10
+
+
+def test_bench_task_topology_jobs():
+    import argparse
+
+    from vcsched import bench
+
+    args = argparse.Namespace(nodes=2, node_cpu="8", node_memory="16Gi", node_pods=20, pods=9, gang_size=5,
+                              cpu="1", memory="1Gi", seed=1)
+    _, pgs, pods = bench.build_cluster(args)
+    bench.task_topology_jobs(pgs, pods)
+    roles = [p["metadata"]["annotations"]["volcano.sh/task-spec"] for p in pods]
+    assert roles == ["ps", "worker", "worker", "worker", "worker", "ps", "worker", "worker", "worker"]
+    assert all(pg["metadata"]["annotations"] == bench.TASK_TOPOLOGY_ANNOTATIONS for pg in pgs)
+
+
+def test_bench_task_topology_needs_two_pods_a_job(capsys):
+    from vcsched.cli import main
+
+    assert main(["bench", "--nodes", "2", "--pods", "4", "--task-topology"]) == 2
+    assert "--task-topology: expected --gang-size of at least 2" in capsys.readouterr().err
