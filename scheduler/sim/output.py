@@ -225,6 +225,10 @@ def table(doc: dict[str, Any]) -> str:
     if gpus:
         out += ["", "Devices (used/total):"] + _rows(
             ["NODE", "KIND", "DEVICE", "TYPE", "MEMORY MiB", "CORES %", "SLOTS", "PODS"], gpus)
+    if doc.get("claims"):
+        cs = [[k, ", ".join(f"{d['request']}: {d['driver']}/{d['pool']}/{d['device']}" for d in c["devices"])
+               if c["allocated"] else "-", ", ".join(c["reservedFor"]) or "-"] for k, c in doc["claims"].items()]
+        out += ["", "ResourceClaims:"] + _rows(["CLAIM", "DEVICES", "RESERVED FOR"], cs)
     return "\n".join(out) + "\n"
 
 

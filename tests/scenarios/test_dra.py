@@ -319,3 +319,18 @@ def test_a_pod_pending_on_its_claims_says_which_request_selector_and_how_many_de
         "claim": pod_claim(out, "default/p2", "gpus"), "request": "gpu", "deviceClass": DRIVER,
         "selectors": [f"device.driver == '{DRIVER}'", A100],
         "devices": 3, "ofClass": 3, "matched": 2, "free": 0, "needed": 2}]
+
+
+def test_the_table_lists_the_claims(tmp_path, capsys):
+    """``-o table``: a ResourceClaims section with the devices and the consumers."""
+    from vcsched.cli import main
+
+    from .conftest import SIM_NOW
+
+    path = tmp_path / "c.yaml"
+    path.write_text(device_class() + gpu_node("n1", 1) + claim("c1", claim_spec([{"name": "gpu", "exactly": exact()}]))
+                    + claim_pod("p1", {"gpu": ("claim", "c1")}))
+    assert main(["simulate", "-f", str(path), "-o", "table", "--now", SIM_NOW]) == 0
+    out = capsys.readouterr().out
+    assert "ResourceClaims:" in out
+    assert "default/c1  gpu: gpu.example.com/n1/gpu-0  default/p1" in out
