@@ -345,3 +345,19 @@ def test_a_negative_weight_turns_affinity_into_repulsion(simulate):
     code, out = simulate(manifests, conf=CONF.replace("weight: 10", "weight: -10"))
     assert code == 0
     assert sorted(where(out, f"job1-worker-{i}") for i in range(3)) == ["n1", "n2", "n3"]
+
+
+def test_the_example_in_conf_examples(tmp_path, capsys):
+    """conf/examples/task-topology.yaml, as its header tells it."""
+    import json
+    from pathlib import Path
+
+    from vcsched.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "conf" / "examples" / "task-topology.yaml"
+    assert main(["simulate", "-f", str(example), "-o", "json", "--now", "2026-01-01T01:00:00Z"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ps0, ps1 = where(out, "tf-ps-0"), where(out, "tf-ps-1")
+    assert ps0 == "node3" and ps1 == "node1"
+    workers = [where(out, f"tf-worker-{i}") for i in range(4)]
+    assert None not in workers and ps0 in workers and ps1 in workers
