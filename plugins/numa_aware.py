@@ -28,12 +28,14 @@ Callbacks, as Volcano registers them:
   or the pod is gone.
 
 How vcsched shares work between identical tasks (scheduler/framework/node_search.py) and stays exact:
-a node's CPU choice depends only on the pod's policy and containers' CPUs (declared through
-``Point.TASK_SHAPE``) and on the node's free sets, which change only when a task lands on or leaves the
-node, so verdicts are cached per (request, node, node version) and the CPUs are chosen again when the
-pod is placed.  The score normalises over the candidates, so it takes the node-by-node search, except
-when every node that could be a candidate gives the same count: then every candidate scores the same
-and the scorer is skipped (``BatchScorer.applies``).
+a verdict depends only on the pod's policy and containers' CPUs (declared through ``Point.TASK_SHAPE``),
+the node's topology and policies, and its free CPUs, which change only when a task lands on or leaves
+the node; so verdicts are kept per node until its CPUs change, and shared by nodes of one topology with
+the same free CPUs.  When the last container's CPUs all come from one NUMA node its count is known
+without choosing them, and they are chosen when the pod is placed.  The score normalises over the
+candidates, so it takes the node-by-node search, except when every node that could be a candidate
+gives the same count: then every candidate scores the same and the scorer is skipped
+(``BatchScorer.applies``).
 
 Where vcsched differs: Volcano stores the choice made in the predicate and reuses it when the pod is
 placed; vcsched chooses again from the same state, which gives the same CPUs.  A ledger entry on a
@@ -45,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from vcsched.api.fit_errors import Status
@@ -81,6 +84,18 @@ def _quantity(raw: Any) -> Fraction:
         return Fraction(0)
 
 
+@lru_cache(maxsize=1024)
+def _positive(raw: Any) -> bool:
+    return _quantity(raw) > 0
+
+
+@lru_cache(maxsize=1024)
+def _whole_cpus(raw: Any) -> int:
+    """``guaranteedCPUs`` of a CPU request: the count when it is a whole number of CPUs, else 0."""
+    q = _quantity(raw)
+    return q.numerator if q.denominator == 1 and q > 0 else 0
+
+
 def pod_qos_class(pod: Mapping[str, Any]) -> str:
     """``v1qos.GetPodQOS``: ``status.qosClass`` when set, else Guaranteed when every container and init
     container limits both CPU and memory and the summed requests equal the summed limits, BestEffort
@@ -89,6 +104,8 @@ def pod_qos_class(pod: Mapping[str, Any]) -> str:
     if given:
         return str(given)
     spec = pod.get("spec") or {}
+    if _plainly_guaranteed(spec):
+        return "Guaranteed"
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True
@@ -113,14 +130,28 @@ def pod_qos_class(pod: Mapping[str, Any]) -> str:
     return "Burstable"
 
 
+def _plainly_guaranteed(spec: Mapping[str, Any]) -> bool:
+    """The common Guaranteed pod, told without arithmetic: every container's CPU and memory limits are
+    positive and its requests of them are the same text, and it asks nothing else."""
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        for name in _QOS_RESOURCES:
+            raw = limits.get(name)
+            if raw is None or requests.get(name, raw) != raw or not _positive(raw):
+                return False
+        if len(limits) != 2 or len(requests) > 2:
+            return False
+    return bool(spec.get("containers"))
+
+
 def container_cpu(c: Mapping[str, Any]) -> cpus.ContainerCpu:
     """``guaranteedCPUs``: the CPU request when it is a whole number of CPUs, else 0."""
     requests = (c.get("resources") or {}).get("requests") or {}
     if "cpu" not in requests:
         return cpus.ContainerCpu(str(c.get("name") or ""), False, 0)
-    q = _quantity(requests["cpu"])
-    whole = q.numerator // q.denominator
-    return cpus.ContainerCpu(str(c.get("name") or ""), True, whole if q.denominator == 1 and whole > 0 else 0)
+    raw = requests["cpu"]
+    return cpus.ContainerCpu(str(c.get("name") or ""), True, _whole_cpus(raw if isinstance(raw, (str, int)) else str(raw)))
 
 
 @dataclass(slots=True, frozen=True)
@@ -131,15 +162,9 @@ class NumaRequest:
     policy: str
     guaranteed: bool
     containers: tuple[cpus.ContainerCpu, ...]
-
-    @property
-    def key(self) -> tuple:
-        return (self.policy, self.guaranteed, self.containers)
-
-    @property
-    def scored(self) -> bool:
-        """The batch node order looks at it (a Guaranteed pod with a policy)."""
-        return self.guaranteed and self.policy not in _NO_POLICY
+    key: tuple = ()
+    # the batch node order looks at it (a Guaranteed pod with a policy)
+    scored: bool = False
 
 
 def numa_request(task: TaskInfo) -> NumaRequest:
@@ -147,7 +172,9 @@ def numa_request(task: TaskInfo) -> NumaRequest:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     guaranteed = pod_qos_class(pod) == "Guaranteed"
     containers = tuple(container_cpu(c) for c in (pod.get("spec") or {}).get("containers") or []) if guaranteed else ()
-    return NumaRequest(str(annotations.get(NUMA_POLICY_KEY) or ""), guaranteed, containers)
+    policy_ = str(annotations.get(NUMA_POLICY_KEY) or "")
+    return NumaRequest(policy_, guaranteed, containers, (policy_, guaranteed, containers),
+                       guaranteed and policy_ not in _NO_POLICY)
 
 
 # -- a node in the session ---------------------------------------------------------------------
@@ -157,12 +184,20 @@ class NodeNuma:
     """A node's Numatopology and its free CPU sets in this session (``nodeResSets``); ``version``
     moves whenever the sets change."""
 
-    __slots__ = ("topo", "free", "version")
+    __slots__ = ("topo", "free", "version", "verdicts", "shape")
 
-    def __init__(self, topo: NumaTopology, free: dict[str, int]) -> None:
+    def __init__(self, topo: NumaTopology, free: dict[str, int], shape: int = 0) -> None:
         self.topo = topo
         self.free = free
         self.version = 0
+        # request key → Verdict at this version (emptied when the sets change)
+        self.verdicts: dict[tuple, Verdict] = {}
+        # nodes of one shape (NumaTopology.shape) with equal free CPUs get equal verdicts
+        self.shape = shape
+
+    def changed(self) -> None:
+        self.version += 1
+        self.verdicts = {}
 
 
 @dataclass(slots=True)
@@ -175,6 +210,18 @@ class Verdict:
     failed_container: str | None = None  # the container the policy did not admit
     assignment: dict[str, int] | None = None  # resource → CPUs chosen, when admitted
     numa_count: int = 0  # NUMA nodes under the chosen CPUs
+    # the last container's CPUs, chosen only when the pod is placed: (container, its hint, what the
+    # earlier containers left free, what they took); its NUMA node is known without choosing them
+    pending: tuple | None = None
+
+    def cpus(self, topo: NumaTopology) -> dict[str, int] | None:
+        """The CPUs chosen (``assignment``), choosing the last container's now if that was put off."""
+        if self.pending is not None:
+            container, best, free, chosen = self.pending
+            for res, mask in cpus.allocate(container, best, topo, free).items():
+                chosen[res] = chosen.get(res, 0) | mask
+            self.assignment, self.pending = chosen, None
+        return self.assignment
 
 
 def filter_node(req: NumaRequest, state: NodeNuma | None) -> tuple[bool, str | None]:
@@ -209,16 +256,25 @@ def evaluate(req: NumaRequest, state: NodeNuma | None) -> Verdict:
     free = dict(state.free)
     node_policy = topo.topology_manager_policy
     chosen: dict[str, int] = {}
-    for container in req.containers:
+    last = len(req.containers) - 1
+    for i, container in enumerate(req.containers):
         hints = [cpus.cpu_hints(container, topo, free)]
         best, admit = policy.predicate(node_policy, topo.topology.numa_nodes, hints)
         if not admit:
             return Verdict(version, None, True, container.name)
+        if i == last and cpus.within_hint(container, best, topo, free):
+            # every CPU of the last container comes from the hint's one NUMA node: choose them on placement
+            numa = topo.topology.numa_mask(chosen.get(cpus.CPU, 0)) | best[0]
+            return Verdict(version, None, True, None, None, numa.bit_count(), (container, best, free, chosen))
         for res, mask in cpus.allocate(container, best, topo, free).items():
             chosen[res] = chosen.get(res, 0) | mask
             free[res] = free.get(res, 0) & ~mask
     count = topo.topology.numa_count(chosen.get(cpus.CPU, 0))
     return Verdict(version, None, True, None, chosen, count)
+
+
+# a node without a Numatopology: passed over for a pod without a policy, refused for one with
+_NO_TOPOLOGY = (Verdict(-1), Verdict(-1, "numa info is empty"))
 
 
 # -- the plugin -------------------------------------------------------------------------------------
@@ -232,7 +288,8 @@ class NumaAwarePlugin(Plugin):
         self.weight = arguments.get_int(WEIGHT, 1)
         self.nodes: dict[str, NodeNuma] = {}
         self._requests: dict[str, NumaRequest] = {}
-        self._verdicts: dict[tuple, Verdict] = {}
+        # (request key, node shape, free CPUs) → Verdict: what nodes alike share (a verdict depends on nothing else)
+        self._alike: dict[tuple, Verdict] = {}
         # task uid → (node, CPUs taken, pod): placed in this session (taskBindNodeMap, assignRes)
         self.placed: dict[str, tuple[str, dict[str, int], PodMeta]] = {}
         self.ledger: NumaLedger | None = None
@@ -245,10 +302,15 @@ class NumaAwarePlugin(Plugin):
 
     def verdict(self, req: NumaRequest, node: str) -> Verdict:
         state = self.nodes.get(node)
-        key = (req.key, node)
-        v = self._verdicts.get(key)
-        if v is None or v.version != (state.version if state is not None else -1):
-            v = self._verdicts[key] = evaluate(req, state)
+        if state is None:
+            return _NO_TOPOLOGY[req.policy not in _NO_POLICY]
+        v = state.verdicts.get(req.key)
+        if v is None:
+            key = (req.key, state.shape, state.free.get(cpus.CPU))
+            v = self._alike.get(key)
+            if v is None:
+                v = self._alike[key] = evaluate(req, state)
+            state.verdicts[req.key] = v
         return v
 
     # -- open -----------------------------------------------------------------------------------
@@ -261,10 +323,12 @@ class NumaAwarePlugin(Plugin):
             for n in ssn.node_list:
                 known.update(n.tasks)
             ledger.forget_missing(known)
+        shapes: dict[tuple, int] = {}
         for n in ssn.node_list:
             topo = topologies.get(n.name)
             if topo is not None:
-                self.nodes[n.name] = NodeNuma(topo, ledger.free_sets(n.name, topo))
+                shape = shapes.setdefault(topo.shape(), len(shapes))
+                self.nodes[n.name] = NodeNuma(topo, ledger.free_sets(n.name, topo), shape)
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.BATCH_NODE_ORDER, self.name, NumaScorer(self, ssn))
         ssn.add(Point.TASK_SHAPE, self.name, self.task_shape)
@@ -297,15 +361,16 @@ class NumaAwarePlugin(Plugin):
         if not req.guaranteed:
             return
         v = self.verdict(req, task.node_name)
-        if v.assignment is None:
+        chosen = v.cpus(state.topo) if v.looked_at and v.failed_container is None else None
+        if chosen is None:
             return
-        for res, mask in v.assignment.items():
+        for res, mask in chosen.items():
             if res in state.free:
                 state.free[res] &= ~mask
-        state.version += 1
+        state.changed()
         meta = task.pod.get("metadata") or {}
         pod = PodMeta(str(meta.get("uid") or task.uid), task.name, task.namespace)
-        self.placed[task.uid] = (task.node_name, v.assignment, pod)
+        self.placed[task.uid] = (task.node_name, chosen, pod)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         placed = self.placed.get(task.uid)
@@ -318,7 +383,7 @@ class NumaAwarePlugin(Plugin):
         for res, mask in placed[1].items():
             if res in state.free:
                 state.free[res] |= mask
-        state.version += 1
+        state.changed()
 
     # -- close ----------------------------------------------------------------------------------
 
@@ -337,18 +402,16 @@ class NumaScorer(BatchScorer):
     def __init__(self, plugin: NumaAwarePlugin, ssn: "Session") -> None:
         self.plugin = plugin
         self.ssn = ssn
-        # (request key, requests) → what the nodes that could be candidates would count (_Spread)
+        # request key → the NUMA counts the nodes would give it (_Spread)
         self._spread: dict[tuple, _Spread] = {}
 
     def applies(self, task: TaskInfo) -> bool:
         req = self.plugin.request(task)
         if not req.scored:
             return False
-        r = task.resreq
-        key = (req.key, r.milli_cpu, r.memory, tuple(r.scalars.items()))
-        spread = self._spread.get(key)
+        spread = self._spread.get(req.key)
         if spread is None:
-            spread = self._spread[key] = _Spread(self.plugin, self.ssn, req, task)
+            spread = self._spread[req.key] = _Spread(self.plugin, self.ssn, req)
         return not spread.uniform()
 
     def score(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
@@ -358,7 +421,7 @@ class NumaScorer(BatchScorer):
         counts = []
         for n in nodes:
             v = self.plugin.verdict(req, n.name)
-            counts.append(v.numa_count if v.assignment is not None else 0)
+            counts.append(v.numa_count if v.looked_at and v.failed_container is None else 0)
         top = max(counts, default=0)
         w = self.plugin.weight
         if top == 0:
@@ -367,17 +430,18 @@ class NumaScorer(BatchScorer):
 
 
 class _Spread:
-    """For one request: the NUMA count each node that could be a candidate would give (admitted by the
-    policy, and its FutureIdle holding the task), with how many nodes give each count; kept up to date
-    from the session's log of changed nodes.  One count among them: every candidate scores the same."""
+    """For one request: the NUMA count each node would give it (nodes whose policy admits it), with how
+    many nodes give each count, kept up to date from the session's log of changed nodes.  One count
+    among them: every candidate scores the same.  A node that would give 0 (no CPUs could be chosen)
+    counts only while it has a whole CPU free, for then the task might fit it; otherwise the resource
+    check keeps it out of the candidates, since the request is at least one CPU."""
 
-    __slots__ = ("plugin", "ssn", "req", "resreq", "counts", "histogram", "log_pos")
+    __slots__ = ("plugin", "ssn", "req", "counts", "histogram", "log_pos")
 
-    def __init__(self, plugin: NumaAwarePlugin, ssn: "Session", req: NumaRequest, task: TaskInfo) -> None:
+    def __init__(self, plugin: NumaAwarePlugin, ssn: "Session", req: NumaRequest) -> None:
         self.plugin = plugin
         self.ssn = ssn
         self.req = req
-        self.resreq = task.resreq
         self.counts: dict[int, int] = {}
         self.histogram: dict[int, int] = {}
         for i, n in enumerate(ssn.node_list):
@@ -395,9 +459,11 @@ class _Spread:
         if node.name not in self.plugin.nodes:
             return
         v = self.plugin.verdict(self.req, node.name)
-        if v.error is not None or v.failed_container is not None or not self.resreq.less_equal(node.future_idle()):
+        if not v.looked_at or v.failed_container is not None:
             return
-        c = v.numa_count if v.assignment is not None else 0
+        c = v.numa_count
+        if c == 0 and node.future_idle().milli_cpu < 1000:
+            return
         self.counts[i] = c
         self.histogram[c] = self.histogram.get(c, 0) + 1
 

@@ -67,7 +67,7 @@ def cpu_hints(container: ContainerCpu, numa: NumaTopology, free: Mapping[str, in
     request = container.cpus
     min_size = len(topo.numa_nodes)
     hints: list[list] = []
-    for mask in iter_numa_masks(topo.numa_nodes):
+    for mask in topo.numa_subsets or iter_numa_masks(topo.numa_nodes):
         in_mask = topo.cpus_in_numas(mask)
         size = mask.bit_count()
         if in_mask.bit_count() >= request and size < min_size:
@@ -77,6 +77,16 @@ def cpu_hints(container: ContainerCpu, numa: NumaTopology, free: Mapping[str, in
         hints.append([mask, False])
     out: list[Hint] = [(m, m.bit_count() == min_size) for m, _ in hints]
     return {CPU: out}
+
+
+def within_hint(container: ContainerCpu, best: Hint, numa: NumaTopology, free: Mapping[str, int]) -> bool:
+    """Whether ``allocate`` takes every CPU of the container from the hint's single NUMA node: it asks
+    at least one CPU and that NUMA node has as many free."""
+    mask = best[0]
+    if container.cpus < 1 or mask is None or mask.bit_count() != 1:
+        return False
+    available = free.get(CPU, 0) & ~_reserved(numa)
+    return (available & numa.topology.cpus_in_numas(mask)).bit_count() >= container.cpus
 
 
 def allocate(container: ContainerCpu, best: Hint, numa: NumaTopology, free: Mapping[str, int]) -> dict[str, int]:
@@ -128,8 +138,8 @@ class _Accumulator:
         return sorted(c for c in cores if 0 <= c and (details >> c) & 1)
 
     def free_cores(self) -> list[int]:
-        sockets = sorted(self._sockets(), key=lambda s: (len(self._cores_in_socket(s)), s))
-        return [c for s in sockets for c in self._cores_in_socket(s)]
+        cores = {s: self._cores_in_socket(s) for s in self._sockets()}
+        return [c for s in sorted(cores, key=lambda s: (len(cores[s]), s)) for c in cores[s]]
 
     def free_cpus(self) -> list[int]:
         """Single CPUs: by core, the cores ordered by ``freeCPUs``' comparator, each core's CPUs ascending."""

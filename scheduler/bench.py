@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import resource
 import sys
@@ -187,6 +188,36 @@ def task_topology_jobs(podgroups: list[dict], pods: list[dict]) -> None:
             p["metadata"].setdefault("labels", {})["volcano.sh/task-spec"] = role
 
 
+# --numa POLICY: numa-aware after nodeorder; every node a Numatopology, every pod Guaranteed with the policy
+NUMA_AWARE_PLUGIN = "  - name: numa-aware\n"
+
+
+def numa_cluster(nodes: list[dict], pods: list[dict], policy: str, numa_nodes: int) -> list[dict]:
+    """Each node's Numatopology as Volcano's resource exporter writes it for a static CPU manager and the
+    topology ``policy``: its CPUs split evenly over ``numa_nodes`` NUMA nodes (one socket each, two
+    threads a core), all free.  Each pod becomes Guaranteed (limits equal to its requests, CPU rounded up
+    to whole CPUs, as the static CPU manager needs) and asks for ``policy``."""
+    topologies = []
+    for n in nodes:
+        cpus = int(math.ceil(parse_quantity(n["status"]["allocatable"]["cpu"])))
+        per = max(1, cpus // numa_nodes)
+        detail = {str(c): {"numa": min(c // per, numa_nodes - 1), "socket": min(c // per, numa_nodes - 1),
+                           "core": c // 2} for c in range(cpus)}
+        topologies.append({
+            "apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+            "metadata": {"name": n["metadata"]["name"]},
+            "spec": {"policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": policy},
+                     "cpuDetail": detail, "numares": {"cpu": {"allocatable": f"0-{cpus - 1}", "capacity": cpus}}},
+        })
+    for p in pods:
+        p["metadata"]["annotations"]["volcano.sh/numa-topology-policy"] = policy
+        for c in p["spec"]["containers"]:
+            res = c["resources"]
+            res["requests"] = dict(res["requests"], cpu=str(max(1, math.ceil(parse_quantity(res["requests"]["cpu"])))))
+            res["limits"] = {**res.get("limits", {}), "cpu": res["requests"]["cpu"], "memory": res["requests"]["memory"]}
+    return topologies
+
+
 def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict],
                queues: list[dict] = ()) -> Cache:
     """``cache`` with the bench's priority classes, root and default queues (Open), ``queues``, then the cluster."""
@@ -339,6 +370,8 @@ def run(args: argparse.Namespace) -> BenchResult:
         conf_text = conf_text.replace("  - name: proportion\n", QUEUE_TREE_PLUGIN)
     if getattr(args, "task_topology", False) and not args.conf:
         conf_text = conf_text.replace("  - name: predicates\n", "  - name: predicates\n" + TASK_TOPOLOGY_PLUGIN, 1)
+    if getattr(args, "numa", None) and not args.conf:
+        conf_text = conf_text.replace("  - name: nodeorder\n", "  - name: nodeorder\n" + NUMA_AWARE_PLUGIN, 1)
     conf = parse_conf(conf_text)
     running: list[dict] = []
     if args.preempt:
@@ -353,6 +386,7 @@ def run(args: argparse.Namespace) -> BenchResult:
         for i, pg in enumerate(podgroups):  # jobs round robin over the leaves
             pg["spec"]["queue"] = leaves[i % len(leaves)]
     dra = dra_cluster(nodes, pods, args.dra_gpus_per_node) if getattr(args, "dra_gpus_per_node", 0) > 0 else None
+    numatopologies = numa_cluster(nodes, pods, args.numa, args.numa_nodes) if getattr(args, "numa", None) else []
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
     cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods, queues)
@@ -363,6 +397,8 @@ def run(args: argparse.Namespace) -> BenchResult:
             cache.dra.add_resource_slice(obj)
         for obj in dra[2].values():
             cache.dra.add_resource_claim(obj)
+    for t in numatopologies:
+        cache.add_numatopology(t)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
@@ -448,6 +484,9 @@ def bench(args: argparse.Namespace) -> int:
     if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
         print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
         return 2
+    if getattr(args, "numa", None) and args.numa_nodes < 1:
+        print("vcsched bench: --numa-nodes: expected at least 1", file=sys.stderr)
+        return 2
     try:
         res = run(args)
     except (ConfError, OSError) as e:
@@ -530,6 +569,10 @@ def add_parser(sub: Any) -> None:
                         "selector, and each pod a ResourceClaim of one GPU with a selector of its own")
     p.add_argument("--device-plugin-gpus", type=int, default=0, metavar="N",
                    help="the same shape with a device plugin: nvidia.com/gpu N per node, each pod asking 1")
+    p.add_argument("--numa", choices=("none", "best-effort", "restricted", "single-numa-node"), metavar="POLICY",
+                   help="numa-aware on: every node a Numatopology (static CPU manager, topology policy POLICY, "
+                        "--numa-nodes NUMA nodes), every pod Guaranteed (CPU rounded up to whole CPUs) asking POLICY")
+    p.add_argument("--numa-nodes", type=int, default=2, metavar="N", help="with --numa: NUMA nodes per node (default 2)")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)

@@ -132,7 +132,7 @@ class CpuTopology:
 
     __slots__ = ("details", "all", "num_cpus", "num_cores", "num_sockets", "numa_nodes", "cpus_in_numa",
                  "cpus_in_socket", "cpus_in_core", "core_socket", "cpus_per_core", "cpus_per_socket",
-                 "_numa_masks")
+                 "_numa_masks", "numa_subsets")
 
     def __init__(self, details: Mapping[int, CpuInfo]) -> None:
         self.details = dict(details)
@@ -157,6 +157,8 @@ class CpuTopology:
         self.cpus_per_core = self.num_cpus // self.num_cores if self.num_cores else 0
         self.cpus_per_socket = self.num_cpus // self.num_sockets if self.num_sockets else 0
         self._numa_masks: dict[int, int] = {}
+        # every non-empty set of NUMA nodes, in the order the kubelet generates hints
+        self.numa_subsets = iter_numa_masks(self.numa_nodes) if len(self.numa_nodes) <= 16 else []
 
     def numa_of(self, cpu: int) -> int:
         """The CPU's NUMA node; 0 for a CPU the details do not list (Go's zero CPUInfo)."""
@@ -173,12 +175,16 @@ class CpuTopology:
             self._numa_masks[numa_mask] = cpus
         return cpus
 
-    def numa_count(self, cpus: int) -> int:
-        """How many NUMA nodes the CPUs of ``cpus`` are on (``getNumaNodeCntForCPUID``)."""
+    def numa_mask(self, cpus: int) -> int:
+        """The NUMA nodes the CPUs of ``cpus`` are on, as a bit mask."""
         seen = 0
         for cpu in cpu_ids(cpus):
             seen |= 1 << self.numa_of(cpu)
-        return seen.bit_count()
+        return seen
+
+    def numa_count(self, cpus: int) -> int:
+        """How many NUMA nodes the CPUs of ``cpus`` are on (``getNumaNodeCntForCPUID``)."""
+        return self.numa_mask(cpus).bit_count()
 
 
 @dataclass(slots=True, frozen=True)
@@ -204,6 +210,7 @@ class NumaTopology:
     reserved_cpus: int | None
     pod_allocations: tuple[PodMeta, ...] = ()
     raw_reserved: dict[str, str] = field(default_factory=dict)
+    _shape: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def cpu_manager_policy(self) -> str:
@@ -212,6 +219,14 @@ class NumaTopology:
     @property
     def topology_manager_policy(self) -> str:
         return self.policies.get(TOPOLOGY_MANAGER_POLICY, "")
+
+    def shape(self) -> tuple:
+        """What CPU choices depend on besides the free sets: the CPUs' places, the reservation and the
+        policies (two nodes of one shape with equal free sets get equal verdicts)."""
+        if self._shape is None:
+            self._shape = (tuple(sorted((c, i.numa, i.socket, i.core) for c, i in self.topology.details.items())),
+                           self.reserved_cpus, self.cpu_manager_policy, self.topology_manager_policy)
+        return self._shape
 
     def assigned(self, pod: PodMeta) -> bool:
         """``CheckNumaPodAssigned``: the exporter lists the pod, by uid or by namespace and name."""
