@@ -70,6 +70,8 @@ def run_command(args: Any) -> int:
         print(f"vcsched run: {e}", file=sys.stderr)
         return 2
     options = RunOptions(scheduler_name=args.scheduler_name, schedule_period=period, cycle_coalesce=coalesce,
+                         predict_groups="controllers" in components,
+                         inherit_owner_annotations=args.inherit_owner_annotations == "true",
                          listen=args.listen,
                          scheduler_conf=args.scheduler_conf, configmap_name=args.configmap_name,
                          configmap_namespace=args.configmap_namespace, leader_elect=args.leader_elect,

@@ -663,7 +663,11 @@ class Controllers:
         if self.handoff is not None and self.handoff.owes_group((pod.get("metadata") or {}).get("uid") or ""):
             return  # handed over already (this is a relist's or a restarted watch's ADDED)
         async with self._podgroup_slots:
-            await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}", lambda: self._create_pod_group(pod))
+            failed = await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}",
+                                          lambda: self._create_pod_group(pod))
+        not_made = getattr(self.handoff, "group_not_made", None)
+        if failed is not None and not_made is not None:
+            not_made(pod)  # a prediction of it (provisional.py) must not be bound
 
     async def _create_pod_group(self, pod: Mapping[str, Any], update: bool = False) -> None:
         """createNormalPodPGIfNotExist (a pod added), or with ``update`` createOrUpdateNormalPodPG (a

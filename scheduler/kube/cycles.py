@@ -101,7 +101,7 @@ class CycleTrigger:
         pg = job.podgroup if job is not None else None
         if pg is None:
             return None
-        return (pg.uid, pg.min_member, tuple(sorted(pg.min_task_member.items())), pg.queue, pg.priority_class_name,
+        return (pg.min_member, tuple(sorted(pg.min_task_member.items())), pg.queue, pg.priority_class_name,
                 repr(pg.min_resources_list), tuple(sorted(pg.annotations.items())), pg.phase)
 
     def _podgroup_upsert(self, obj: dict[str, Any], apply: Any) -> None:

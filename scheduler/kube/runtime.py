@@ -37,6 +37,7 @@ from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
 from .health import Health, watches_check
 from .leader import LeaderElector
 from .metrics_source import NodeMetricsCollector
+from .provisional import ProvisionalGroups
 from .sink import KubeSink, Retry
 from .cycles import CycleTrigger, wait_for_work
 from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
@@ -60,6 +61,10 @@ class RunOptions:
     # and at least this many times the last cycle's own duration after it ended: the session thread
     # holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes keep flowing
     cycle_gap_ratio: float = 1.0
+    # the podgroup controller runs in this process: a bare pod's PodGroup is predicted and decided on
+    # in the pod's first cycle, its Binding sent once the controller has made it (provisional.py)
+    predict_groups: bool = False
+    inherit_owner_annotations: bool = True
     listen: str | None = ":8080"
     scheduler_conf: str | None = None
     configmap_name: str = "volcano-scheduler-configmap"
@@ -244,6 +249,9 @@ class Runtime:
         self.cache = Cache((options.scheduler_name,), default_queue=options.default_queue)
         metrics = Metrics()
         self.feeder = CacheFeeder(self.cache, metrics)
+        if options.predict_groups:
+            self.feeder.provisional = ProvisionalGroups(self.feeder, (options.scheduler_name,),
+                                                        options.inherit_owner_annotations)
         self.conf_source = ConfSource(self)
         self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find)
         self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
@@ -412,11 +420,22 @@ class Runtime:
         for a pod this scheduler does not place."""
         if not self.cache.responsible_for(pod):
             return False
-        self._watched[PODGROUPS].observe(dict(podgroup))
+        uid = (pod.get("metadata") or {}).get("uid") or ""
+        prov = self.feeder.provisional
+        # the PodGroup as predicted carries what the sessions decided for it (its status write waits
+        # for this create): the made one takes it over, so that no cycle decides it again
+        self._watched[PODGROUPS].observe(prov.carry_status(uid, podgroup) if prov is not None else dict(podgroup))
         given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
+        if prov is not None:
+            prov.confirm(uid, podgroup)
         if given:
             self.trigger.poke("podgroup given")
         return given
+
+    def group_not_made(self, pod: Mapping[str, Any]) -> None:
+        """The podgroup controller gave up on the pod's PodGroup: a prediction of it goes, unbound."""
+        if self.feeder.provisional is not None:
+            self.feeder.provisional.failed((pod.get("metadata") or {}).get("uid") or "")
 
     def owes_group(self, uid: str) -> bool:
         return self.feeder.owes_group(uid)

@@ -330,19 +330,45 @@ class KubeSink:
                                                               list(st.reserved_for))
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
-                task = asyncio.create_task(self._bind(e, mine))
+                made = self._group_made(e.uid)
+                task = asyncio.create_task(self._bind(e, mine, made))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
             elif isinstance(e, Event):
-                uid = self._uid(e.kind, e.namespace, e.name)
-                self.events.emit(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
+                made = self._podgroup_made(e.namespace, e.name) if e.kind == "PodGroup" else None
+                if made is not None:  # about a predicted PodGroup: once the API holds it
+                    self._after(made, lambda e=e: self._emit(e))
+                else:
+                    self._emit(e)
             else:
                 if isinstance(e, Evict):
                     self.feeder.evict(e.uid)
                 elif isinstance(e, PodGroupStatus):
                     self.feeder.cache.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running,
                                                           e.succeeded, e.failed, e.conditions)
+                    made = self._podgroup_made(e.namespace, e.name)
+                    if made is not None:  # a predicted PodGroup's status: written once the API holds it
+                        self._after(made, lambda e=e: self.writes.submit(_object_key(e), e, self._write))
+                        continue
                 self.writes.submit(_object_key(e), e, self._write)
+
+    # -- predicted PodGroups (provisional.py): their writes wait until the controller has made them ----
+
+    def _group_made(self, uid: str) -> asyncio.Future[bool] | None:
+        p = self.feeder.provisional
+        return None if p is None else p.waiting(uid)
+
+    def _podgroup_made(self, namespace: str, name: str) -> asyncio.Future[bool] | None:
+        p = self.feeder.provisional
+        return None if p is None else p.group_waiting(namespace, name)
+
+    def _after(self, made: asyncio.Future[bool], then: Callable[[], None]) -> None:
+        """``then()`` once ``made`` is True; nothing when it is False (the next session decides again)."""
+        made.add_done_callback(lambda f: then() if not f.cancelled() and f.result() else None)
+
+    def _emit(self, e: Event) -> None:
+        uid = self._uid(e.kind, e.namespace, e.name)
+        self.events.emit(e.kind, e.namespace, e.name, uid, e.type, e.reason, e.message)
 
     def annotate_due(self, generation: int) -> None:
         """The group annotations owed for pods that the session of snapshot ``generation`` did not bind:
@@ -432,8 +458,12 @@ class KubeSink:
 
     # -- bind ----------------------------------------------------------------------------------
 
-    async def _bind(self, e: Bind, mine: Assumed | None) -> None:
+    async def _bind(self, e: Bind, mine: Assumed | None, made: asyncio.Future[bool] | None = None) -> None:
         started = time.perf_counter()
+        if made is not None and not await made:
+            # its PodGroup is not the one predicted, or was not made: never bound on it; pending again
+            self.feeder.forget(e.uid, mine)
+            return
         body = {
             "apiVersion": "v1", "kind": "Binding",
             "metadata": {"name": e.name, "namespace": e.namespace, "uid": e.uid, "annotations": dict(e.annotations)},

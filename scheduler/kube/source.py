@@ -269,6 +269,9 @@ class OwedGroup:
     since: int  # the feeder's generation when told (or when the pod came, if later): due once a later
     # session has passed the pod by
     sent: bool = False  # its PATCH is out (or done, until the watch shows the annotation)
+    # the PodGroup is predicted, its create not answered yet (provisional.py): no PATCH, and the
+    # controller is still to make it
+    provisional: bool = False
 
 
 class CacheFeeder:
@@ -296,6 +299,8 @@ class CacheFeeder:
         self.assumed: dict[str, Assumed] = {}
         self.evicting: set[str] = set()  # pods being evicted, Releasing until the API deletes them
         self.owed: dict[str, OwedGroup] = {}  # uid → its group, told in process, annotation not yet seen
+        # a bare pod's PodGroup predicted as the controller in this process will make it (provisional.py)
+        self.provisional: Any = None
         self.generation = 0  # counts snapshots (``next_generation``)
         # the resource.k8s.io objects are checked as the API server checks them: the CRDs that stand in
         # for them on an older server do not (sim/dra_manifest.py)
@@ -333,12 +338,17 @@ class CacheFeeder:
         if uid not in self.pods and uid in self.owed:
             # told its group before this watch brought it: due after a session that has seen it
             self.owed[uid].since = self.generation
+        new = uid not in self.pods
         self.pods[uid] = obj
         self.pod_uids[object_key(obj)] = uid
+        if new and self.provisional is not None:
+            self.provisional.predict(obj)
         self._feed_pod(obj)
 
     def pod_deleted(self, obj: dict[str, Any]) -> None:
         uid = obj["metadata"].get("uid") or object_key(obj)
+        if self.provisional is not None:
+            self.provisional.failed(uid)  # its predicted PodGroup, if any, goes with it
         self.pods.pop(uid, None)
         if self.pod_uids.get(object_key(obj)) == uid:
             del self.pod_uids[object_key(obj)]
@@ -364,7 +374,28 @@ class CacheFeeder:
         return True
 
     def owes_group(self, uid: str) -> bool:
-        return uid in self.owed
+        """Whether the controller has handed the pod's group over (a prediction alone is not that)."""
+        owed = self.owed.get(uid)
+        return owed is not None and not owed.provisional
+
+    def owe_provisionally(self, pod: Mapping[str, Any], podgroup: str) -> None:
+        """The pod belongs to its predicted PodGroup ``podgroup`` until the controller has made it."""
+        meta = pod.get("metadata") or {}
+        self.owed[meta["uid"]] = OwedGroup(meta.get("namespace") or "default", meta.get("name") or "", podgroup,
+                                           self.generation, provisional=True)
+
+    def forget_provisional(self, uid: str, key: str, drop_podgroup: bool) -> None:
+        """The prediction did not hold: the pod leaves the predicted group (it joins the real one when the
+        controller hands that over), and with ``drop_podgroup`` the predicted PodGroup leaves the cache
+        unless the API's has replaced it."""
+        owed = self.owed.get(uid)
+        if owed is not None and owed.provisional:
+            del self.owed[uid]
+            if uid in self.pods:
+                self._feed_pod(self.pods[uid])
+        job = self.cache.jobs.get(key)
+        if drop_podgroup and job is not None and job.podgroup is not None and not job.podgroup.uid:
+            self.cache.delete_podgroup(key)
 
     def group_annotation(self, uid: str) -> dict[str, str]:
         """The owed annotation a Binding of the pod carries ({} when none is owed)."""
@@ -380,7 +411,7 @@ class CacheFeeder:
         """Owed annotations to PATCH now: given before snapshot ``generation``, not out yet, and the pod
         not being bound (its Binding carries the annotation)."""
         return [(uid, o) for uid, o in self.owed.items()
-                if o.since < generation and not o.sent and uid not in self.assumed]
+                if o.since < generation and not o.sent and not o.provisional and uid not in self.assumed]
 
     def assume(self, uid: str, node: str, annotations: dict[str, str]) -> Assumed | None:
         """The pod is being bound: account it on ``node`` with its annotations (devices) right away.
