@@ -402,18 +402,22 @@ class TaskTopologyPlugin(Plugin, BonusScorer):
 
     def report(self, ssn: "Session", job: JobInfo, error: TopologyError, memory: TopologyMemory,
                seen: dict[tuple[str, str, str], tuple[str, str]]) -> None:
+        """A Warning event and a warning in the log the first time; later sessions log at debug level, as
+        Volcano logs it at level 4 every session."""
         pg = job.podgroup
         assert pg is not None
         value = pg.annotations.get(error.key, "")
-        log.warning(f"Failed to read task topology from job <{job.namespace}/{job.name}> annotations, "
-                    f"error: {error}.", annotation=error.key)
+        text = f"Failed to read task topology from job <{job.namespace}/{job.name}> annotations, error: {error}."
         if error.missing_task and len(job.tasks) < job.min_available:
-            return  # its pods may still be on their way
+            log.debug(text, annotation=error.key)  # its pods may still be on their way
+            return
         ident = (pg.key, pg.uid, error.key)
         reported = (value, str(error))
         seen[ident] = reported
         if memory.seen.get(ident) == reported:
+            log.debug(text, annotation=error.key)
             return
+        log.warning(text, annotation=error.key)
         ssn.effects.append(Event("PodGroup", pg.namespace, pg.name, "Warning", INVALID_TOPOLOGY_REASON,
                                  invalid_topology_message(error, value)))
 
