@@ -217,12 +217,10 @@ class DynamicResources:
         if not pending:
             return None
         try:
-            results = self.allocator.allocate(node.name, node.spec.labels, self.pools(node), pending)
+            fits = self.allocator.fits(node.name, node.spec.labels, self.pools(node), pending)
         except AllocationError as e:
             return Status(StatusCode.Error, str(e))
-        if results is None:
-            return Status(StatusCode.Unschedulable, CANNOT_ALLOCATE)
-        return None
+        return None if fits else Status(StatusCode.Unschedulable, CANNOT_ALLOCATE)
 
     def task_shape(self, task: TaskInfo) -> Any:
         """What the DRA verdicts of a task depend on besides its pod: the content of its claims, when

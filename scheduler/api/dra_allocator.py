@@ -355,14 +355,23 @@ class Allocator:
         self.classes = classes
         self.state = state
         self.compile = compile_fn
+        self._selectors: dict[str, Selector] = {}
 
     def allocate(self, node_name: str, labels: Mapping[str, str], pools: list[Pool],
                  claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One AllocationResult per claim, in order; None when the devices do not suffice."""
         return _Run(self, node_name, labels, pools, claims).run()
 
+    def fits(self, node_name: str, labels: Mapping[str, str], pools: list[Pool],
+             claims: Sequence[ResourceClaim]) -> bool:
+        """Whether ``allocate`` would succeed (the Filter's question), without building the results."""
+        return _Run(self, node_name, labels, pools, claims).run(results=False) is not None
+
     def selector(self, expression: str) -> Selector:
-        return self.compile(expression)
+        selector = self._selectors.get(expression)
+        if selector is None:
+            selector = self._selectors[expression] = self.compile(expression)
+        return selector
 
 
 class _Run:
@@ -388,7 +397,7 @@ class _Run:
 
     # -- set-up -------------------------------------------------------------------------------
 
-    def run(self) -> list[AllocationResult] | None:
+    def run(self, results: bool = True) -> list[AllocationResult] | None:
         for ci, claim in enumerate(self.claims):
             minimum = 0
             for ri, request in enumerate(claim.requests):
@@ -411,6 +420,8 @@ class _Run:
                 if pool.invalid:
                     raise AllocationError("invalid resource pools were encountered")
             return None
+        if not results:
+            return []
         return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
 
     def _validate(self, ci: int, request: ExactRequest, parent: str, key: tuple[int, int, int]) -> _Request:
