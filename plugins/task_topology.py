@@ -457,8 +457,8 @@ class TaskTopologyPlugin(Plugin, BonusScorer):
         if bucket is None:
             return None
         nodes = self._nodes
-        special = [nodes[name].index for name in bucket.nodes if name in nodes]
-        special += [nodes[name].index for name in manager.node_task_set if name in nodes]
+        special = {nodes[name].index for name in bucket.nodes if name in nodes}
+        special.update(nodes[name].index for name in manager.node_task_set if name in nodes)
         return NodeBonus(partial(self.node_order, task), self.scale(len(bucket.tasks), manager), special)
 
     def task_order(self, l: TaskInfo, r: TaskInfo) -> int:

@@ -138,7 +138,7 @@ class ScoringError(Exception):
 
 class NodeBonus:
     """One task's score from a BonusScorer: ``score(node)``, which is at most ``cap`` on every node
-    but the ``special`` ones (indexes in the session's node list)."""
+    but the ``special`` ones (a set of indexes in the session's node list)."""
 
     __slots__ = ("score", "cap", "special")
 

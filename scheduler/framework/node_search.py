@@ -663,12 +663,16 @@ class ShapeIndex:
         few special nodes walks about one path down the tree."""
         nodes, score, size, n = self.search.nodes, self.score, self.size, self.n
         depth = size.bit_length()
-        special: set[int] = set()
-        for b in bonuses:
-            special.update(b.special)
+        if len(bonuses) == 1:
+            special = bonuses[0].special
+        else:
+            special = set()
+            for b in bonuses:
+                special.update(b.special)
+        (l0, r0), (l1, r1) = ranges[0], ranges[-1]
         top, top_pos, chosen = 0.0, n, -1
         for i in special:
-            if not 0 <= i < n or best[size + i] != i or not any(l <= i < r for l, r in ranges):
+            if not (l0 <= i < r0 or l1 <= i < r1) or best[size + i] != i:
                 continue
             total = score[i]
             for b in bonuses:
