@@ -40,6 +40,9 @@ FRAGMENTATION_WORKLOAD = "deviceshare.FragmentationWorkload"
 FRAGMENTATION_CLASSES = "deviceshare.FragmentationClasses"
 FRAGMENTATION_HALF_LIFE = "deviceshare.FragmentationHalfLife"
 FRAGMENTATION_SCARCITY_WEIGHT = "deviceshare.FragmentationScarcityWeight"
+# vcsched's own (issue 24, topology.py): the device topology policy of pods that do not say; "" off
+TOPOLOGY_POLICY = "deviceshare.TopologyPolicy"
+TOPOLOGY_POLICIES = ("", "preferred", "required")
 
 BINPACK = "binpack"
 SPREAD = "spread"
@@ -70,6 +73,8 @@ class DeviceShareArgs:
     frag_half_life: int = 2000
     # the cost of using a GPU type that tasks bound to few types need (fragmentation.py · scarcity); 0: off
     frag_scarcity_weight: float = 2.0
+    # the device topology policy for pods without a topology annotation: "", "preferred", "required"
+    topology_policy: str = ""
 
     @classmethod
     def parse(cls, a: Arguments) -> "DeviceShareArgs":
@@ -89,7 +94,11 @@ class DeviceShareArgs:
             frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
             frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
             frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 2.0),
+            topology_policy=a.get_str(TOPOLOGY_POLICY, ""),
         )
+        if args.topology_policy not in TOPOLOGY_POLICIES:
+            raise ArgumentError(f"{a.where}.{TOPOLOGY_POLICY}: expected preferred or required, "
+                                f"got {args.topology_policy!r}")
         if args.frag_classes < 1:
             raise ArgumentError(f"{a.where}.{FRAGMENTATION_CLASSES}: expected >= 1, got {args.frag_classes}")
         if args.frag_half_life < 1:

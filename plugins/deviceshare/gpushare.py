@@ -18,9 +18,12 @@ import structlog
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import StatusCode
 
+from . import topology
 from .base import (
-    AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, init_containers, limits, quantity,
+    AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, init_containers, limits,
+    pod_annotations, quantity,
 )
+from .topology import CardTopology
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -53,6 +56,7 @@ def gpu_index(raw: str | None) -> list[int] | None:
 class GpuShareRequest:
     memory: int  # MiB, the whole pod on one card
     number: int  # whole idle cards
+    topology: str = ""  # "required", "preferred" or "" (topology.py; number mode only)
 
 
 class GpuShareFamily(DeviceFamily):
@@ -62,12 +66,15 @@ class GpuShareFamily(DeviceFamily):
     def __init__(self, sharing: bool, number: bool) -> None:
         self.sharing = sharing
         self.number = number
+        self.topology_default = ""  # deviceshare.TopologyPolicy
+        self.pending_cards = 0  # the most cards a pending topology pod asks (session open)
 
     def request(self, task: TaskInfo) -> GpuShareRequest | None:
         mem = _pod_total(task, GPU_MEMORY) if self.sharing else 0
         num = _pod_total(task, GPU_NUMBER) if self.number else 0
         if mem > 0 or num > 0:
-            return GpuShareRequest(mem, num)
+            topo = topology.pod_policy(pod_annotations(task), self.topology_default) if num > 0 else ""
+            return GpuShareRequest(mem, num, topo)
         return None
 
     def build(self, node: Mapping[str, Any], name: str) -> "GpuShareDevices | None":
@@ -94,7 +101,7 @@ class GpuShareFamily(DeviceFamily):
 
 class GpuShareDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "name", "ids", "memory", "pods", "owners")
+    __slots__ = ("family", "name", "ids", "memory", "pods", "owners", "topology")
 
     def __init__(self, family: GpuShareFamily, name: str, ids: list[int], memory: int,
                  pods: list[dict[str, int]], owners: dict[str, tuple[tuple[int, ...], str]] | None = None) -> None:
@@ -104,10 +111,30 @@ class GpuShareDevices(NodeDevices):
         self.memory = memory  # MiB per card
         self.pods = pods  # per card: pod uid → MiB it holds
         self.owners: dict[str, tuple[tuple[int, ...], str]] = owners or {}  # pod uid → (card positions, ns/name)
+        self.topology: CardTopology | None = None  # topology.attach: vcsched's annotation, ids "0", "1", …
 
     def clone(self) -> "GpuShareDevices":
-        return GpuShareDevices(self.family, self.name, self.ids, self.memory, [dict(p) for p in self.pods],
-                               dict(self.owners))
+        c = GpuShareDevices(self.family, self.name, self.ids, self.memory, [dict(p) for p in self.pods],
+                            dict(self.owners))
+        c.topology = self.topology
+        return c
+
+    def topology_inputs(self):
+        return tuple(str(i) for i in self.ids), False, None
+
+    def _by_topology(self, req: GpuShareRequest):
+        """Whole cards by the device topology: (positions, topology score) or the reason they do not fit."""
+        idle = self._idle_cards()
+        topo = self.topology
+        if topo is None:
+            return (idle[:req.number], topology.NO_TOPOLOGY_SCORE) if len(idle) >= req.number else None
+        required = req.topology == topology.REQUIRED
+        choice = topology.choose(topo, idle, req.number, required)
+        if choice is None:
+            if required and len(idle) >= req.number:
+                return f"GpuNumber {topology.domains_line(topo, idle, req.number)} on node {self.name}"
+            return None
+        return list(choice.cards), topology.placement_score(topo, choice, idle, req.number, self.family.pending_cards)
 
     def _idle(self, pos: int) -> int:
         used = 0
@@ -163,7 +190,18 @@ class GpuShareDevices(NodeDevices):
                 return FilterResult(StatusCode.Unschedulable,
                                     f"GpuNumber no enough gpu number on node {self.name}"
                                     f" ({idle} idle GPU < {req.number} requested)")
+            if req.topology and req.number > 0:
+                placed = self._by_topology(req)
+                if isinstance(placed, str):
+                    return FilterResult(StatusCode.Unschedulable, placed)
         return None
+
+    def score(self, task: TaskInfo, req: GpuShareRequest, policy: str) -> float:
+        """Volcano's gpushare scores 0; a topology pod gets its card set's score (topology.py)."""
+        if not (req.topology and req.number > 0 and self.family.number):
+            return 0.0
+        placed = self._by_topology(req)
+        return placed[1] if isinstance(placed, tuple) else 0.0
 
     def allocate(self, task: TaskInfo, req: GpuShareRequest, policy: str, now: float) -> dict[str, str]:
         if self.family.sharing and req.memory > 0:
@@ -176,6 +214,11 @@ class GpuShareDevices(NodeDevices):
             if len(idle) < req.number:
                 raise AllocateError(f"no enough gpu number on node {self.name}")
             positions = idle[:req.number]
+            if req.topology and req.number > 0:
+                placed = self._by_topology(req)
+                if not isinstance(placed, tuple):
+                    raise AllocateError(placed or f"no enough gpu number on node {self.name}")
+                positions = placed[0]
         self._take(task, positions, req.memory)
         return {
             GPU_INDEX: ",".join(str(self.ids[p]) for p in positions),

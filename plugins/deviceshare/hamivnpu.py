@@ -39,7 +39,9 @@ from .base import (
     AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, limits,
     pod_annotations, quantity, release_keys, requests,
 )
+from . import topology
 from .config import BINPACK, SPREAD, VNPUConfig
+from .topology import CardTopology
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -71,6 +73,7 @@ class ContainerRequest:
 class AscendRequest:
     containers: tuple[ContainerRequest, ...]
     hami_core: bool  # huawei.com/vnpu-mode: hami-core
+    topology: str = ""  # "required", "preferred" or "" for Volcano's placement (topology.py)
 
 
 class NPUDevice:
@@ -199,6 +202,8 @@ class AscendHAMiFamily(DeviceFamily):
         for w in common_words:
             keys += [f"hami.io/{w}-devices-to-allocate", f"hami.io/{w}-devices-allocated", f"huawei.com/{w}"]
         self.release_keys = tuple(keys)
+        self.topology_default = ""  # deviceshare.TopologyPolicy
+        self.pending_cards = 0  # the most NPUs one container of a pending topology pod asks (session open)
 
     def request(self, task: TaskInfo) -> AscendRequest | None:
         """``HasDeviceRequest`` + ``ExtractResourceRequest`` (no percentage name: no memory means 100 %)."""
@@ -220,7 +225,9 @@ class AscendHAMiFamily(DeviceFamily):
             ctrs.append(ContainerRequest(nums, memreq, 100 if memreq == 0 else PCT_UNSET, cores))
         if not ctrs:
             return None
-        return AscendRequest(tuple(ctrs), pod_annotations(task).get(VNPU_MODE) == HAMI_CORE)
+        ann = pod_annotations(task)
+        return AscendRequest(tuple(ctrs), ann.get(VNPU_MODE) == HAMI_CORE,
+                             topology.pod_policy(ann, self.topology_default))
 
     def build(self, node: Mapping[str, Any], name: str) -> "AscendHAMiDevices | None":
         """``NewAscendDevices`` for this kind: allocatable ``<resourceName>`` > 0 and a register JSON with devices."""
@@ -300,7 +307,7 @@ def _parse_register(raw: str) -> list[NPUDevice]:
 class AscendHAMiDevices(NodeDevices):
     """``AscendDevices``: one kind's NPUs on one node, with the ledger of the pods on them."""
 
-    __slots__ = ("family", "name", "hami_core", "devices", "holders", "policy", "_pos")
+    __slots__ = ("family", "name", "hami_core", "devices", "holders", "policy", "_pos", "topology", "tscore")
 
     def __init__(self, family: AscendHAMiFamily, name: str, hami_core: bool, devices: list[NPUDevice],
                  holders: dict[str, Holder], policy: str) -> None:
@@ -312,14 +319,25 @@ class AscendHAMiDevices(NodeDevices):
         # the policy the last ScoreNode stored; Allocate uses it (spec §6.8.6)
         self.policy = policy
         self._pos = {d.id: i for i, d in enumerate(devices)}
+        self.topology: CardTopology | None = None  # topology.attach: HCCS domains, or vcsched's annotation
+        self.tscore = 0.0  # the topology score of the last select
 
     @property
     def key(self) -> str:  # type: ignore[override]
         return self.family.key
 
     def clone(self) -> "AscendHAMiDevices":
-        return AscendHAMiDevices(self.family, self.name, self.hami_core, [d.clone() for d in self.devices],
-                                 dict(self.holders), self.policy)
+        c = AscendHAMiDevices(self.family, self.name, self.hami_core, [d.clone() for d in self.devices],
+                              dict(self.holders), self.policy)
+        c.topology = self.topology
+        return c
+
+    def topology_inputs(self):
+        """Card ids by position, and the HCCS layout: NetworkID, else the chip model's server layout."""
+        devs = self.devices
+        nets = [d.network for d in devs] if all(d.has_network for d in devs) else None
+        hccs = topology.ascend_layout(self.family.key, [d.index for d in devs], nets)
+        return tuple(d.id for d in devs), False, hccs
 
     # -- ledger ---------------------------------------------------------------------------------
 
@@ -405,6 +423,8 @@ class AscendHAMiDevices(NodeDevices):
         template_mode = not req.hami_core
         out: list[list[tuple[NPUDevice, int, int]]] = []
         taken: set[str] = set()
+        topo = self.topology if req.topology else None
+        self.tscore = 0.0
         for c in req.containers:
             memreq = c.memreq
             if memreq == 0 and c.pct != 0:
@@ -422,11 +442,25 @@ class AscendHAMiDevices(NodeDevices):
                     continue
                 chosen.append(d)
                 remaining -= 1
-                if remaining <= 0 and not need_topology:
+                if remaining <= 0 and not need_topology and topo is None:
                     break  # Volcano appends before it checks: a count of 0 still takes one device
             if remaining > 0:
                 return StatusCode.Unschedulable, self._shortfall(c, memreq, req.hami_core, len(chosen), taken, ordered)
-            if need_topology:
+            if req.topology and c.nums > 0:
+                if topo is None:
+                    self.tscore += topology.NO_TOPOLOGY_SCORE
+                    chosen = _by_network(c.nums, chosen) if need_topology else chosen[:c.nums]
+                else:
+                    positions = [self._pos[d.id] for d in chosen]
+                    required = req.topology == topology.REQUIRED
+                    choice = topology.choose(topo, positions, c.nums, required)
+                    if choice is None:
+                        return StatusCode.Unschedulable, f"{NO_DEVICE}: {topology.domains_line(topo, positions, c.nums)}"
+                    self.tscore += topology.placement_score(topo, choice, positions, c.nums,
+                                                            self.family.pending_cards)
+                    picked = set(choice.cards)
+                    chosen = [d for d in chosen if self._pos[d.id] in picked]
+            elif need_topology:
                 chosen = _by_network(c.nums, chosen)
             taken.update(d.id for d in chosen)
             out.append([(d, memreq, c.cores) for d in chosen])
@@ -460,7 +494,7 @@ class AscendHAMiDevices(NodeDevices):
         if isinstance(res, tuple):
             return 0.0
         firsts = [ctr[0][0] for ctr in res if ctr]
-        s = sum(cal_score(policy, d) for d in firsts)
+        s = sum(cal_score(policy, d) for d in firsts) + self.tscore
         if self.family.key.startswith(ASCEND910_PREFIX) and all(d.has_network for d in firsts):
             counts: dict[float, int] = {}
             for d in firsts:

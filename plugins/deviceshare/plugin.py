@@ -25,7 +25,7 @@ import structlog
 
 from vcsched.api.fit_errors import Status
 from vcsched.api.node_info import NodeInfo
-from vcsched.api.types import StatusCode
+from vcsched.api.types import StatusCode, TaskStatus
 from vcsched.api.task_info import TaskInfo
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.effects import Bind, NodeLock
@@ -37,7 +37,8 @@ from .ascend310p import MindClusterFamily, MindClusterScorer
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import FRAGMENTATION, DeviceConfig, DeviceShareArgs, load_device_config
 from .fragmentation import FragmentationScorer, open_session
-from .gpushare import GpuShareFamily
+from . import topology
+from .gpushare import GpuShareFamily, GpuShareRequest
 from .hamivnpu import AscendHAMiFamily
 from .mindcluster import MindClusterInfo
 from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
@@ -65,6 +66,8 @@ def build_families(args: DeviceShareArgs, config: DeviceConfig,
         families.extend(AscendHAMiFamily(c, vnpus.hami_vnpu_core, words) for c in vnpus.configs)
     for i, f in enumerate(families):
         f.rank = i  # the place in RegisteredDevices (the HAMi Ascend kinds come from the device config)
+        if hasattr(f, "topology_default"):
+            f.topology_default = args.topology_policy
     return families
 
 
@@ -87,6 +90,8 @@ class NodeDeviceBuilder:
             d = f.build(node, name)
             if d is not None:
                 out[f.key] = d
+        if out:
+            topology.attach(node, name, out)
         return out
 
 
@@ -155,6 +160,7 @@ class DeviceSharePlugin(Plugin):
         self.families = sorted(kinds.values(), key=lambda f: f.rank)
         self._requests = {}
         self._wants = {}
+        self._pending_cards(ssn)
         if VGPU_KEY in enabled:
             ssn.stats.vgpu_devices = vgpu_device_stats(ssn.node_list)
         self._locked = {}
@@ -179,6 +185,26 @@ class DeviceSharePlugin(Plugin):
         if mc is not None and self.args.schedule_weight > 0:
             ssn.add(Point.BATCH_NODE_ORDER, self.name, MindClusterScorer(mc, self.args.schedule_weight))
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def _pending_cards(self, ssn: Session) -> None:
+        """Each kind's biggest request (cards in one container) among pending pods that ask for device
+        topology: the node score keeps a domain that could hold it whole (topology.placement_score)."""
+        kinds = [f for f in self.families if hasattr(f, "pending_cards")]
+        for f in kinds:
+            f.pending_cards = 0
+        if not kinds:
+            return
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.node_name or task.status != TaskStatus.Pending:
+                    continue
+                for f in kinds:
+                    req = self.request(f, task)
+                    if req is None or not getattr(req, "topology", ""):
+                        continue
+                    n = req.number if isinstance(req, GpuShareRequest) else max(c.nums for c in req.containers)
+                    if n > f.pending_cards:
+                        f.pending_cards = n
 
     def request(self, family: DeviceFamily, task: TaskInfo) -> Any:
         key = (family.key, task.uid)

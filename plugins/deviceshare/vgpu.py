@@ -33,7 +33,9 @@ from .base import (
     pod_annotations, quantity, release_keys, requests,
 )
 from .config import BINPACK, FRAGMENTATION, SPREAD, MigGeometry, NvidiaConfig
+from . import topology
 from .fragmentation import FragContext, FragmentationScorer, WorkloadHistogram
+from .topology import CardTopology
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -83,6 +85,8 @@ class VGPURequest:
     # the one container, when the filter may probe without applying (VGPUDevices._probe): no UUID
     # filter, no podgroup spread, no exclusivity rule
     single: ContainerRequest | None = None
+    # device topology (topology.py): "required", "preferred", or "" for Volcano's placement
+    topology: str = ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -199,6 +203,8 @@ class VGPUFamily(DeviceFamily):
         # the fragmentation policy's state, kept across sessions (fragmentation.py · open_session)
         self.workload = WorkloadHistogram()
         self.scorer: FragmentationScorer | None = None
+        self.topology_default = ""  # deviceshare.TopologyPolicy
+        self.pending_cards = 0  # the most cards one container of a pending topology pod asks (session open)
 
     def request(self, task: TaskInfo) -> VGPURequest | None:
         cfg = self.config
@@ -232,6 +238,7 @@ class VGPUFamily(DeviceFamily):
         allow = tuple(x.strip() for x in (ann.get(USE_UUID) or "").split(",") if x.strip())
         deny = tuple(x.strip() for x in (ann.get(NOUSE_UUID) or "").split(",") if x.strip())
         rules = tuple(i for i, rule in enumerate(self.rules) if all(labels.get(k) == v for k, v in rule))
+        topo = topology.pod_policy(ann, self.topology_default)
         return VGPURequest(
             containers=tuple(ctrs),
             mode=ann.get(VGPU_MODE),
@@ -242,7 +249,8 @@ class VGPUFamily(DeviceFamily):
             nouse_types=tuple(t.upper() for t in nouse.split(",")) if nouse is not None and use is None else None,
             rules=rules,
             uuid_annotations=(ann.get(USE_UUID, ""), ann.get(NOUSE_UUID, "")),
-            single=ctrs[0] if len(ctrs) == 1 and not (group or allow or deny or rules) else None,
+            single=ctrs[0] if len(ctrs) == 1 and not (group or allow or deny or rules or topo) else None,
+            topology=topo,
         )
 
     def build(self, node: Mapping[str, Any], name: str) -> "VGPUDevices | None":
@@ -298,7 +306,7 @@ def _uint(text: str) -> int:
 
 class VGPUDevices(NodeDevices):
     key = KEY
-    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node", "_ordered")
+    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node", "_ordered", "topology")
 
     def __init__(self, family: VGPUFamily, name: str, mode: str, devices: list[GPUDevice],
                  holders: dict[str, Holder]) -> None:
@@ -311,9 +319,16 @@ class VGPUDevices(NodeDevices):
         self.node = None  # the session's NodeInfo, set at session open for the fragmentation policy
         # (policy, devices in that policy's visiting order): kept until a counter changes (_apply/_unapply)
         self._ordered: tuple[str, list[GPUDevice]] | None = None
+        self.topology: CardTopology | None = None  # topology.attach sets it when the node publishes one
 
     def clone(self) -> "VGPUDevices":
-        return VGPUDevices(self.family, self.name, self.mode, [d.clone() for d in self.devices], dict(self.holders))
+        c = VGPUDevices(self.family, self.name, self.mode, [d.clone() for d in self.devices], dict(self.holders))
+        c.topology = self.topology
+        return c
+
+    def topology_inputs(self):
+        """Card ids by position; HAMi's pair scores apply (they are keyed by these UUIDs); no HCCS."""
+        return tuple(d.uuid for d in self.devices), True, None
 
     # -- counters ------------------------------------------------------------------------------
 
@@ -551,10 +566,26 @@ class VGPUDevices(NodeDevices):
         score = 0.0
         uid = task.uid
         err = None
+        topo = self.topology if req.topology and self.mode == HAMI_CORE else None
+        tscore = 0.0  # the topology's part of the node score (topology.placement_score)
         for c in req.containers:
             if c.nums > len(self.devices):
                 err = f"no enough gpu cards on node {self.name}"
                 break
+            if req.topology and c.nums > 0:
+                if topo is None:
+                    tscore += topology.NO_TOPOLOGY_SCORE
+                else:
+                    placed = self._fit_topology(uid, req, c, policy, frag, reserved, topo, taken)
+                    if isinstance(placed, str):
+                        err = placed
+                        self._undo(uid, taken)
+                        taken = []
+                        break
+                    per_container.append(placed[0])
+                    score += placed[1]
+                    tscore += placed[2]
+                    continue
             nums = c.nums
             devs: list[tuple[str, int, int]] = []
             uuid_matched = False
@@ -618,7 +649,49 @@ class VGPUDevices(NodeDevices):
             self._undo(uid, taken)
         if err is not None:
             return err
-        return taken, per_container, score
+        return taken, per_container, score + tscore
+
+    def _fit_topology(self, uid: str, req: VGPURequest, c: ContainerRequest, policy: str,
+                      frag: FragContext | None, reserved: set[int] | None, topo: CardTopology,
+                      taken: list[Entry]):
+        """One container by the device topology (topology.choose): every GPU that can take a vGPU of
+        it, in the policy's order, then the set in one domain, else (preferred) the best weakest link.
+        Applies the chosen entries (into ``taken``); ([(id, mem, cores)], Volcano's score, the topology
+        score) or the error."""
+        cands: list[tuple[GPUDevice, int]] = []
+        for d in (self._frag_order(c, frag) if frag is not None else self._order(policy)):
+            if (req.allow or req.deny) and (
+                    not d.uuid or (req.allow and d.uuid not in req.allow) or d.uuid in req.deny):
+                continue
+            if d.number <= d.used_num or (reserved and d.index in reserved):
+                continue
+            if req.group and self._same_group(d, req.group, uid):
+                continue
+            memreq = d.memory * c.pct // 100 if c.pct != PCT_UNSET else c.memreq
+            if (d.memory - d.used_mem < memreq or d.used_core + c.cores > 100 or (c.cores == 100 and d.used_num > 0)
+                    or (d.used_core == 100 and c.cores == 0) or not _type_allowed(req, d.type)):
+                continue
+            cands.append((d, memreq))
+        positions = [d.index for d, _ in cands]
+        required = req.topology == topology.REQUIRED
+        choice = topology.choose(topo, positions, c.nums, required)
+        if choice is None:
+            if required and len(cands) >= c.nums:
+                return topology.domains_line(topo, positions, c.nums)
+            return "not enough gpu fitted on this node"
+        tscore = topology.placement_score(topo, choice, positions, c.nums, self.family.pending_cards)
+        score = 0.0
+        chosen = set(choice.cards)
+        devs = []
+        for d, memreq in cands:
+            if d.index not in chosen:
+                continue
+            e = Entry(d.index, memreq, c.cores, None, False)
+            self._apply(uid, e)
+            taken.append(e)
+            devs.append((d.uuid, memreq, c.cores))
+            score += _gpu_score(policy, d)
+        return devs, score, tscore
 
     def _undo(self, uid: str, taken: list[Entry]) -> None:
         for e in reversed(taken):
@@ -653,6 +726,11 @@ class VGPUDevices(NodeDevices):
         # the memo holds for requests whose fit depends on GPU usage alone
         if not (req.allow or req.deny or req.group or req.rules) and self.mode == HAMI_CORE:
             key = self.family.scorer.key(ctx, req)
+            if req.topology and self.topology is not None:
+                # the topology score depends on which cards are free, not only on how many
+                key = (key, self.topology.domains, self.topology.links, self.family.pending_cards,
+                       tuple((d.used_num, d.used_core, d.used_mem) for d in self.devices),
+                       self.topology.ids if req.topology == topology.REQUIRED else None)  # its reason names cards
             hit = self.family.scorer.memo.get(key)
             if hit is not None:
                 return hit.replace(NODE_NAME, self.name) if isinstance(hit, str) else hit
