@@ -480,3 +480,30 @@ def _names_any(raw: str, ids: Sequence[str]) -> bool:
         named.extend(links.keys())
     named = [c for c in named if isinstance(c, str)]
     return not named or any(c in known for c in named)
+
+
+# -- what simulate shows -----------------------------------------------------------------------------------
+
+
+def layout(topo: CardTopology) -> dict[str, Any]:
+    """A kind's topology for output: where it came from and each domain's cards."""
+    return {"source": topo.source,
+            "domains": {topo.domain_name(d): [topo.ids[c] for c in cards] for d, cards in enumerate(topo.domains)}}
+
+
+def pod_cards(kind: str, devices: Any, uses: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """``ns/name`` → {kind, cards, domain} for each pod holding two cards or more of this kind on the
+    node (``uses``: the kind's ``describe()``, one entry a card in ledger order).  ``domain``: the
+    domain its cards lie in (``d1``), the domains they span (``d0+d1``), or None without topology."""
+    held: dict[str, list[int]] = {}
+    for pos, u in enumerate(uses):
+        for pod in u.pods:
+            held.setdefault(pod, []).append(pos)
+    topo = getattr(devices, "topology", None)
+    out = {}
+    for pod, positions in held.items():
+        if len(positions) < 2:
+            continue
+        out[pod] = {"kind": kind, "cards": [uses[p].id for p in positions],
+                    "domain": topo.describe(positions) if topo is not None else None}
+    return out

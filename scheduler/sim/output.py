@@ -18,6 +18,7 @@ from ..api.resource import Resource
 from ..cache import Cache
 from ..framework.topology import HyperNodeDecision
 from ..framework.stats import QueueStats
+from ..plugins.deviceshare import topology as device_topology
 from .cluster import SimCluster
 from .diagnosis import session_view, summary
 
@@ -85,6 +86,7 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
                 for kind, d in info.devices.items() for u in session_view(info, d).describe()
             ],
         }
+        _device_topology(info, pods, nodes[name])
         topo = cache.numatopologies.get(name)
         if topo is not None:
             ledger = numa or NumaLedger()
@@ -126,6 +128,18 @@ def result(cluster: SimCluster, cache: Cache, cycles: int,
         "claims": cluster.dra.output(),
         **({"hypernodes": hypernodes} if hypernodes else {}),
     }
+
+
+def _device_topology(info: Any, pods: dict[str, Any], node: dict[str, Any]) -> None:
+    """Multi-card pods: each pod's cards and the domain they lie in (``pods.KEY.cards``); a node whose
+    devices publish a topology shows it (``nodes.NAME.deviceTopology``).  plugins/deviceshare/topology.py."""
+    for kind, d in info.devices.items():
+        topo = getattr(d, "topology", None)
+        if topo is not None:
+            node.setdefault("deviceTopology", {})[kind] = device_topology.layout(topo)
+        for key, held in device_topology.pod_cards(kind, d, session_view(info, d).describe()).items():
+            if key in pods:
+                pods[key].setdefault("cards", []).append(held)
 
 
 def _hypernodes(cache: Cache) -> dict[str, Any]:
@@ -219,6 +233,10 @@ def table(doc: dict[str, Any]) -> str:
                    f"{used.get('memory', '0')}/{alloc.get('memory', '0')}",
                    f"{used.get('pods', '0')}/{alloc.get('pods', '0')}"])
     out += ["", "Nodes (used/allocatable):"] + _rows(["NODE", "CPU", "MEMORY", "PODS"], ns)
+    multi = [[k, p["node"], c["kind"], ",".join(c["cards"]), c["domain"] or "-"]
+             for k, p in sorted(doc["pods"].items()) for c in p.get("cards") or ()]
+    if multi:
+        out += ["", "Multi-card pods:"] + _rows(["POD", "NODE", "KIND", "CARDS", "DOMAIN"], multi)
     gpus = [[name, d["kind"], d["id"], d["type"], f"{d['memory_used']}/{d['memory_total']}", d["cores_used"],
              f"{d['slots_used']}/{d['slots_total']}", ", ".join(d["pods"])]
             for name, n in doc["nodes"].items() for d in n["devices"]]

@@ -311,3 +311,27 @@ def test_bad_topology_is_a_warning_and_the_node_has_none(tmp_path, capsys):
 def test_a_bad_topology_policy_argument_is_refused(simulate):
     code, err = simulate(dgx("n", 4, 2), conf=gpu_conf(**{"deviceshare.TopologyPolicy": "always"}))
     assert code == 2 and "deviceshare.TopologyPolicy" in err and "'always'" in err
+
+
+def test_simulate_shows_each_multi_card_pods_cards_and_domain(simulate, tmp_path, capsys):
+    cluster = SIX_PLUS_TWO + npu_pod("train", ask("Ascend910B3", 8), annotations=PREFERRED) + npu_pod(
+        "pair", ask("Ascend910B3", 2))
+    code, out = simulate(cluster, conf=npu_conf())
+    train = out["pods"]["default/train"]["cards"]
+    assert train == [{"kind": "Ascend910B3", "cards": npus(out, "train"), "domain": "d0+d1"}]
+    assert out["pods"]["default/old-2"]["cards"][0]["domain"] == "d1"
+    assert out["nodes"]["a"]["deviceTopology"]["Ascend910B3"] == {
+        "source": "Ascend910B3: HCCS 8 per domain",
+        "domains": {"d0": [f"910b3-{i}" for i in range(8)], "d1": [f"910b3-{i}" for i in range(8, 16)]}}
+    assert "cards" not in out["pods"]["default/pair"] or out["pods"]["default/pair"]["node"] is None
+    (tmp_path / "t.yaml").write_text(SIX_PLUS_TWO + npu_pod("train", ask("Ascend910B3", 8), annotations=REQUIRED)
+                                     + npu_pod("four", ask("Ascend910B3", 4), annotations=REQUIRED))
+    (tmp_path / "t.conf").write_text(npu_conf())
+    assert main(["simulate", "-f", str(tmp_path / "t.yaml"), "--conf", str(tmp_path / "t.conf"), "-o", "table",
+                 "--now", "2026-01-01T01:00:00Z"]) == 0
+    text = capsys.readouterr().out
+    section = text.split("Multi-card pods:")[1].split("\n\n")[0]
+    rows = {line.split()[0]: line.split() for line in section.strip().splitlines()[1:]}
+    assert rows["default/four"][1:3] == ["a", "Ascend910B3"] and rows["default/four"][4] == "d0"
+    assert rows["default/old-2"][4] == "d1" and "default/train" not in rows
+    assert "device topology required: no domain has 8 free cards" in text
