@@ -251,6 +251,19 @@ def test_fewer_numa_nodes_score_higher_times_weight(simulate, arguments, expect)
     assert placed(out) == {"p": expect}
 
 
+def test_a_node_where_no_cpus_can_be_chosen_scores_best(simulate):
+    """Volcano's quirk, kept: with best-effort a node whose Numatopology has one free CPU admits a
+    two-CPU pod (no hint, best-effort admits) but chooses no CPUs, so it counts 0 NUMA nodes and scores
+    100, beating a node that would hold the pod on one NUMA node (score 0).  The shared search must see
+    that the counts differ (0 and 1) and score node by node."""
+    cluster = (node("roomy") + node("tiny") + numatopo("roomy", [4, 4]) + numatopo("tiny", [4, 4], allocatable="0")
+               + pod("p", "2", "best-effort"))
+    code, out = simulate(cluster, conf=conf())
+    assert code == 0, out
+    assert placed(out) == {"p": "tiny"}
+    assert numa_of(out, "tiny")["assigned"] == {"default/p": {"cpu": ""}}
+
+
 def test_identical_pods_share_the_search_and_stay_exact(simulate):
     """Eight identical pods with a policy on four nodes: each takes the node where its CPUs stay on one
     NUMA node; the last ones find every node split the same way (shared search) or not (node by node)."""
