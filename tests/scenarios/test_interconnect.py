@@ -335,3 +335,68 @@ def test_simulate_shows_each_multi_card_pods_cards_and_domain(simulate, tmp_path
     assert rows["default/four"][1:3] == ["a", "Ascend910B3"] and rows["default/four"][4] == "d0"
     assert rows["default/old-2"][4] == "d1" and "default/train" not in rows
     assert "device topology required: no domain has 8 free cards" in text
+
+
+# -- rack scale: NVLink fabrics as tier-1 HyperNodes -------------------------------------------------------
+
+
+def fabric(name: str, tier: int, members: list[str], kind: str = "Node") -> str:
+    ms = "".join(f"\n  - type: {kind}\n    selector: {{exactMatch: {{name: {m}}}}}" for m in members)
+    return f"""
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {{name: {name}}}
+spec:
+  tier: {tier}
+  members:{ms}
+"""
+
+
+RACK_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: network-topology-aware
+  - name: deviceshare
+    arguments: {"deviceshare.VGPUEnable": true, "deviceshare.ScheduleWeight": 10}
+"""
+
+
+def test_a_gang_with_hard_network_topology_lands_inside_one_nvlink_fabric(simulate):
+    """Rack-scale NVLink (GB200 NVL72-like fabrics, scaled down): each fabric is a tier-1 HyperNode, a spine
+    joins them at tier 2.  A gang of three 4-GPU workers with ``networkTopology: hard, highestTierAllowed:
+    1`` goes into the one fabric that holds three nodes, though the other fabric's nodes come first; a gang
+    of four that no fabric holds waits, though the cluster has five idle nodes."""
+    nodes = "".join(dgx(n, 4, 4) for n in ("a1", "a2", "b1", "b2", "b3"))
+    tree = fabric("nvl-a", 1, ["a1", "a2"]) + fabric("nvl-b", 1, ["b1", "b2", "b3"]) + fabric(
+        "spine", 2, ["nvl-a", "nvl-b"], kind="HyperNode")
+
+    def gang(size: int) -> str:
+        pg = f"""
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {{name: train, namespace: default}}
+spec:
+  minMember: {size}
+  queue: default
+  networkTopology: {{mode: hard, highestTierAllowed: 1}}
+"""
+        return pg + "".join(vgpu_pod(f"w{i}", whole(4), group="train") for i in range(size))
+
+    code, out = simulate(nodes + tree + gang(3), conf=RACK_CONF)
+    assert code == 0
+    assert sorted(out["pods"][f"default/w{i}"]["node"] for i in range(3)) == ["b1", "b2", "b3"]
+    assert out["podgroups"]["default/train"]["hypernode"] == "nvl-b"
+    # each worker's four GPUs inside its node's NVLink domain
+    assert {c["domain"] for i in range(3) for c in out["pods"][f"default/w{i}"]["cards"]} == {"d0"}
+    code, out = simulate(nodes + tree + gang(4), conf=RACK_CONF)
+    assert all(out["pods"][f"default/w{i}"]["node"] is None for i in range(4))
