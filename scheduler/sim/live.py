@@ -15,6 +15,7 @@ import yaml
 
 from ..kube.api import (
     CONFIGMAPS,
+    DEVICE_CLASSES,
     HYPERNODES,
     NODES,
     NUMATOPOLOGIES,
@@ -23,7 +24,10 @@ from ..kube.api import (
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     RESOURCE_QUOTAS,
+    RESOURCE_SLICES,
     ApiError,
     KubeClient,
     Kind,
@@ -43,6 +47,10 @@ LIVE_KINDS: tuple[tuple[Kind, str, str, str | None, bool], ...] = (
     (PDBS, "policy/v1", "PodDisruptionBudget", None, False),
     (RESOURCE_QUOTAS, "v1", "ResourceQuota", None, False),
     (NUMATOPOLOGIES, "nodeinfo.volcano.sh/v1alpha1", "Numatopology", None, True),
+    (DEVICE_CLASSES, "resource.k8s.io/v1", "DeviceClass", None, True),
+    (RESOURCE_SLICES, "resource.k8s.io/v1", "ResourceSlice", None, True),
+    (RESOURCE_CLAIM_TEMPLATES, "resource.k8s.io/v1", "ResourceClaimTemplate", None, True),
+    (RESOURCE_CLAIMS, "resource.k8s.io/v1", "ResourceClaim", None, True),
     (CONFIGMAPS, "v1", "ConfigMap", f"metadata.name={CONF_MAP}", False),
 )
 

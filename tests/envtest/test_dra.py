@@ -55,6 +55,7 @@ async def test_the_four_kinds_are_watched_under_the_charts_role(kube, vcsched):
     await asyncio.sleep(0.5)
     assert p.alive()
     assert forbidden_lines(p) == []
+    await dra_crds.empty(kube)
 
 
 async def test_prebind_writes_allocation_and_reservations_through_the_status_subresource(kube, control_plane):
@@ -93,3 +94,4 @@ async def test_prebind_writes_allocation_and_reservations_through_the_status_sub
             await sink._write_claims(first)
     finally:
         await client.close()
+        await dra_crds.empty(kube)
