@@ -27,6 +27,10 @@ class GangPlugin(Plugin):
         ssn.add(Point.JOB_READY, self.name, self.job_ready)
         ssn.add(Point.JOB_PIPELINED, self.name, self.job_pipelined)
         ssn.add(Point.JOB_STARVING, self.name, lambda job: job.is_starving())
+        ssn.add(Point.SUB_JOB_ORDER, self.name, self.sub_job_order)
+        ssn.add(Point.SUB_JOB_READY, self.name, SubJobInfo.is_ready)
+        ssn.add(Point.SUB_JOB_PIPELINED, self.name,
+                lambda sj: Vote.Permit if sj.is_pipelined() else Vote.Reject)
 
     @staticmethod
     def job_valid(job: JobInfo) -> ValidateResult | None:
