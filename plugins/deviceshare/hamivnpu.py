@@ -448,15 +448,16 @@ class AscendHAMiDevices(NodeDevices):
                 return StatusCode.Unschedulable, self._shortfall(c, memreq, req.hami_core, len(chosen), taken, ordered)
             if req.topology and c.nums > 0:
                 if topo is None:
-                    self.tscore += topology.no_topology_score(req.topology)
+                    self.tscore += topology.NO_TOPOLOGY_SCORE
                     chosen = _by_network(c.nums, chosen) if need_topology else chosen[:c.nums]
                 else:
                     positions = [self._pos[d.id] for d in chosen]
-                    choice = topology.choose(topo, positions, c.nums, req.topology)
+                    required = req.topology == topology.REQUIRED
+                    choice = topology.choose(topo, positions, c.nums, required)
                     if choice is None:
                         return StatusCode.Unschedulable, f"{NO_DEVICE}: {topology.domains_line(topo, positions, c.nums)}"
                     self.tscore += topology.placement_score(topo, choice, positions, c.nums,
-                                                            self.family.pending_cards, req.topology)
+                                                            self.family.pending_cards)
                     picked = set(choice.cards)
                     chosen = [d for d in chosen if self._pos[d.id] in picked]
             elif need_topology:
