@@ -42,7 +42,7 @@ FRAGMENTATION_HALF_LIFE = "deviceshare.FragmentationHalfLife"
 FRAGMENTATION_SCARCITY_WEIGHT = "deviceshare.FragmentationScarcityWeight"
 # vcsched's own (issue 24, topology.py): the device topology policy of pods that do not say; "" off
 TOPOLOGY_POLICY = "deviceshare.TopologyPolicy"
-TOPOLOGY_POLICIES = ("", "preferred", "required")
+TOPOLOGY_POLICIES = ("", "preferred", "required", "pairscore")
 
 BINPACK = "binpack"
 SPREAD = "spread"
@@ -97,7 +97,7 @@ class DeviceShareArgs:
             topology_policy=a.get_str(TOPOLOGY_POLICY, ""),
         )
         if args.topology_policy not in TOPOLOGY_POLICIES:
-            raise ArgumentError(f"{a.where}.{TOPOLOGY_POLICY}: expected preferred or required, "
+            raise ArgumentError(f"{a.where}.{TOPOLOGY_POLICY}: expected preferred, required or pairscore, "
                                 f"got {args.topology_policy!r}")
         if args.frag_classes < 1:
             raise ArgumentError(f"{a.where}.{FRAGMENTATION_CLASSES}: expected >= 1, got {args.frag_classes}")

@@ -127,14 +127,15 @@ class GpuShareDevices(NodeDevices):
         idle = self._idle_cards()
         topo = self.topology
         if topo is None:
-            return (idle[:req.number], topology.NO_TOPOLOGY_SCORE) if len(idle) >= req.number else None
+            return (idle[:req.number], topology.no_topology_score(req.topology)) if len(idle) >= req.number else None
         required = req.topology == topology.REQUIRED
-        choice = topology.choose(topo, idle, req.number, required)
+        choice = topology.choose(topo, idle, req.number, req.topology)
         if choice is None:
             if required and len(idle) >= req.number:
                 return f"GpuNumber {topology.domains_line(topo, idle, req.number)} on node {self.name}"
             return None
-        return list(choice.cards), topology.placement_score(topo, choice, idle, req.number, self.family.pending_cards)
+        return list(choice.cards), topology.placement_score(topo, choice, idle, req.number,
+                                                            self.family.pending_cards, req.topology)
 
     def _idle(self, pos: int) -> int:
         used = 0

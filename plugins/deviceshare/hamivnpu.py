@@ -448,16 +448,15 @@ class AscendHAMiDevices(NodeDevices):
                 return StatusCode.Unschedulable, self._shortfall(c, memreq, req.hami_core, len(chosen), taken, ordered)
             if req.topology and c.nums > 0:
                 if topo is None:
-                    self.tscore += topology.NO_TOPOLOGY_SCORE
+                    self.tscore += topology.no_topology_score(req.topology)
                     chosen = _by_network(c.nums, chosen) if need_topology else chosen[:c.nums]
                 else:
                     positions = [self._pos[d.id] for d in chosen]
-                    required = req.topology == topology.REQUIRED
-                    choice = topology.choose(topo, positions, c.nums, required)
+                    choice = topology.choose(topo, positions, c.nums, req.topology)
                     if choice is None:
                         return StatusCode.Unschedulable, f"{NO_DEVICE}: {topology.domains_line(topo, positions, c.nums)}"
                     self.tscore += topology.placement_score(topo, choice, positions, c.nums,
-                                                            self.family.pending_cards)
+                                                            self.family.pending_cards, req.topology)
                     picked = set(choice.cards)
                     chosen = [d for d in chosen if self._pos[d.id] in picked]
             elif need_topology:

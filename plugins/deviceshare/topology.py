@@ -49,6 +49,9 @@ HAMI_TOPOLOGY_AWARE = "topology-aware"
 POD_ANNOTATION = "vcsched.io/device-topology-policy"
 REQUIRED = "required"
 PREFERRED = "preferred"
+# HAMi's own rule (pkg/device/nvidia/device.go): the set with the highest total pair score, one card the
+# worst connected; no node score (deviceshare.TopologyPolicy only: the bench's HAMi-style policy)
+PAIRSCORE = "pairscore"
 # Volcano's networkTopology words, accepted as the same
 POLICY_WORDS = {REQUIRED: REQUIRED, PREFERRED: PREFERRED, "hard": REQUIRED, "soft": PREFERRED}
 FAST_LINK = 100  # HAMi: one NVLink adds 100; PCIe paths score 10-60
@@ -137,16 +140,19 @@ def bad_pod_policy(annotations: Mapping[str, str]) -> str | None:
 # -- choosing cards ------------------------------------------------------------------------------------
 
 
-def choose(topo: CardTopology, candidates: Sequence[int], n: int, required: bool) -> Choice | None:
+def choose(topo: CardTopology, candidates: Sequence[int], n: int, policy: str) -> Choice | None:
     """The card set for ``n`` cards among ``candidates`` (positions that fit, in the kind's order).
 
     One domain when one can hold it: the domain left tightest (fewest free cards after), which keeps
     the roomier domains whole for bigger requests; inside it the set with the best weakest link.  Else,
     unless ``required``, the set with the best weakest link over the node (greedy from the largest
-    domains when the sets are too many to try).  None when nothing fits.
+    domains when the sets are too many to try).  None when nothing fits.  ``pairscore``: HAMi's rule.
     """
     if n <= 0 or len(candidates) < n:
         return None
+    if policy == PAIRSCORE:
+        return _pair_score(topo, candidates, n)
+    required = policy == REQUIRED
     by_domain: dict[int, list[int]] = {}
     loose: list[int] = []
     for c in candidates:
@@ -180,6 +186,27 @@ def choose(topo: CardTopology, candidates: Sequence[int], n: int, required: bool
                     subset.append(c)
         weak = topo.weakest(subset)
     return Choice(tuple(subset), -1, weak)
+
+
+def _pair_score(topo: CardTopology, candidates: Sequence[int], n: int) -> Choice:
+    """HAMi's ``computeWorstSingleCard`` / ``computeBestCombination``: one card, the one with the lowest
+    total score to the other candidates; several, the combination with the highest total pair score
+    (the first found on ties; HAMi tries them all, beyond SEARCH_LIMIT sets a greedy stands in)."""
+    if n == 1:
+        worst = min(candidates, key=lambda a: sum(topo.link(a, b) for b in candidates if b != a))
+        return Choice((worst,), topo.domain_of[worst], None)
+    if comb(len(candidates), n) <= SEARCH_LIMIT:
+        best, best_total = None, -1
+        for sub in combinations(candidates, n):
+            total = sum(topo.link(sub[i], sub[j]) for i in range(n) for j in range(i + 1, n))
+            if total > best_total:
+                best, best_total = sub, total
+        cards = list(best)
+    else:
+        cards = _greedy(topo, list(candidates), n)
+    doms = {topo.domain_of[c] for c in cards}
+    d = doms.pop() if len(doms) == 1 else -1
+    return Choice(tuple(cards), d, topo.weakest(cards))
 
 
 def _best_subset(topo: CardTopology, cards: list[int], n: int) -> tuple[list[int], int | None]:
@@ -235,12 +262,19 @@ def domains_line(topo: CardTopology, candidates: Sequence[int], n: int) -> str:
 # -- the node score -------------------------------------------------------------------------------------
 
 
+def no_topology_score(policy: str) -> float:
+    """The node score of a topology pod on a node without topology (none for ``pairscore``)."""
+    return 0.0 if policy == PAIRSCORE else NO_TOPOLOGY_SCORE
+
+
 def placement_score(topo: CardTopology, choice: Choice, candidates: Sequence[int], n: int,
-                    pending: int) -> float:
+                    pending: int, policy: str = PREFERRED) -> float:
     """0..100 for one container's card set on this node: 50 for its links (all of it inside one
     domain, else in proportion to its weakest link, at most half), 30 for how tightly it fills its
     domain, 20 unless it takes room a pending bigger request (``pending`` cards, 0: none) needs
-    (a domain that could hold it and no longer can)."""
+    (a domain that could hold it and no longer can).  ``pairscore`` (HAMi's rule) scores no node."""
+    if policy == PAIRSCORE:
+        return 0.0
     if choice.domain >= 0 or n == 1:
         quality = 1.0
     else:

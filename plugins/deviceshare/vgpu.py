@@ -574,7 +574,7 @@ class VGPUDevices(NodeDevices):
                 break
             if req.topology and c.nums > 0:
                 if topo is None:
-                    tscore += topology.NO_TOPOLOGY_SCORE
+                    tscore += topology.no_topology_score(req.topology)
                 else:
                     placed = self._fit_topology(uid, req, c, policy, frag, reserved, topo, taken)
                     if isinstance(placed, str):
@@ -674,12 +674,13 @@ class VGPUDevices(NodeDevices):
             cands.append((d, memreq))
         positions = [d.index for d, _ in cands]
         required = req.topology == topology.REQUIRED
-        choice = topology.choose(topo, positions, c.nums, required)
+        choice = topology.choose(topo, positions, c.nums, req.topology)
         if choice is None:
             if required and len(cands) >= c.nums:
                 return topology.domains_line(topo, positions, c.nums)
             return "not enough gpu fitted on this node"
-        tscore = topology.placement_score(topo, choice, positions, c.nums, self.family.pending_cards)
+        tscore = topology.placement_score(topo, choice, positions, c.nums, self.family.pending_cards,
+                                          req.topology)
         score = 0.0
         chosen = set(choice.cards)
         devs = []

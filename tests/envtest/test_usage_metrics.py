@@ -11,6 +11,7 @@ form ``query`` and ``time``).  The fake answers as Prometheus does (a vector, on
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from collections.abc import AsyncIterator
@@ -140,4 +141,66 @@ async def test_an_unreachable_source_is_a_warning_and_scheduling_goes_on(kube: K
 
     records = await kube.eventually(warned, "the unreachable-source warning", SOON)
     assert records[0]["address"] == address
+    assert p.alive()
+
+
+def rescheduling_conf(address: str) -> str:
+    return f"""
+actions: "enqueue, allocate, backfill, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: rescheduling
+    arguments:
+      interval: 3s
+      metricsPeriod: 10m
+      strategies:
+      - name: lowNodeUtilization
+        params:
+          thresholds: {{cpu: 40, memory: 40}}
+          targetThresholds: {{cpu: 70, memory: 70}}
+metrics:
+  type: prometheus
+  address: {address}
+  interval: 200ms
+"""
+
+
+async def _gone(kube: Kube, name: str) -> bool:
+    p = await kube.pod("default", name)
+    return p is None or p["metadata"].get("deletionTimestamp") is not None
+
+
+async def test_rescheduling_relieves_the_node_prometheus_reports_hot(kube: Kube, vcsched: VcschedRunner,
+                                                                     prometheus: FakePrometheus):
+    """Prometheus reports hot at 90 % CPU and cool at 20 % (30 % memory, below the thresholds of 40): once
+    the interval (3 s) has passed, rescheduling names hot's lowest-priority pod and shuffle evicts it
+    through the API (Volcano's Evict event); with its 1 CPU off, hot counts 65 %, below its target 70 %,
+    so the higher-priority pod stays.  Then Prometheus reports hot at 50 %: nothing more is evicted."""
+    prometheus.load["hot"] = (90.0, 40.0)
+    await kube.ensure({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": "usage-low"}, "value": 10})
+    await kube.ensure({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": "usage-high"}, "value": 1000})
+    await kube.conf_map(rescheduling_conf(prometheus.address))
+    await kube.node("hot", cpu="4")
+    await kube.node("cool", cpu="4")
+    for name, cls in (("keep", "usage-high"), ("move", "usage-low")):
+        await kube.create(pod(name, priority_class=cls, node_name="hot"))
+        await kube.pod_status("default", name, "Running", conditions=[{"type": "Ready", "status": "True"}])
+    p = vcsched.start()
+    await kube.eventually(lambda: _gone(kube, "move"), "move evicted", SOON)
+    # what Prometheus would see once move has gone, well within the 3 s to the next run
+    prometheus.load["hot"] = (50.0, 40.0)
+    events = await kube.eventually(lambda: kube.events("default", reason="Evict", kind="Pod", name="move"),
+                                   "move's Evict event", SOON)
+    assert [e["message"] for e in events] == ["Pod is evicted, because of shuffle"]
+    # two more runs of the strategies (3 s apart) on the new figures
+    await asyncio.sleep(7)
+    assert not await _gone(kube, "keep")
     assert p.alive()

@@ -116,10 +116,10 @@ def test_split_scores_lower_than_a_whole_domain():
     """placement_score: the 6 + 2 split against the same request inside one domain."""
     topo = topology.ascend_layout("Ascend910B3", list(range(16)), None)
     free = [2, 3, 4, 5, 6, 7, 14, 15]
-    split = choose(topo, free, 8, required=False)
+    split = choose(topo, free, 8, policy=topology.PREFERRED)
     assert split.domain == -1 and split.weakest == topology.ACROSS
-    assert choose(topo, free, 8, required=True) is None
-    whole = choose(topo, list(range(8, 16)), 8, required=True)
+    assert choose(topo, free, 8, policy=topology.REQUIRED) is None
+    whole = choose(topo, list(range(8, 16)), 8, policy=topology.REQUIRED)
     assert whole == Choice(tuple(range(8, 16)), 1, topology.IN_DOMAIN)
     assert placement_score(topo, split, free, 8, 0) < topology.NO_TOPOLOGY_SCORE < placement_score(
         topo, whole, list(range(8, 16)), 8, 0)
@@ -227,17 +227,17 @@ def test_required_vgpu_pending_and_gpushare_number_by_vcsched_annotation(simulat
     code, out = simulate(cluster + vgpu_pod("p", whole(4), annotations={POLICY: "soft"}), conf=gpu_conf())
     assert sorted(gpus(out, "p")) == ["n-GPU-2", "n-GPU-3", "n-GPU-6", "n-GPU-7"]
     # gpushare number mode: vcsched's annotation with the card indices as ids
-    node = f"""
+    node = """
 ---
 apiVersion: v1
 kind: Node
 metadata:
   name: g
-  labels: {{kubernetes.io/hostname: g}}
-  annotations: {{vcsched.io/device-topology: '{{"domains": [["0","1","2","3"],["4","5","6","7"]]}}'}}
+  labels: {kubernetes.io/hostname: g}
+  annotations: {vcsched.io/device-topology: '{"domains": [["0","1","2","3"],["4","5","6","7"]]}'}
 status:
-  capacity: {{volcano.sh/gpu-memory: "65536", volcano.sh/gpu-number: "8"}}
-  allocatable: {{cpu: "16", memory: 64Gi, pods: "110", volcano.sh/gpu-number: "8"}}
+  capacity: {volcano.sh/gpu-memory: "65536", volcano.sh/gpu-number: "8"}
+  allocatable: {cpu: "16", memory: 64Gi, pods: "110", volcano.sh/gpu-number: "8"}
 """
     holder = """
 ---
@@ -400,3 +400,22 @@ spec:
     assert {c["domain"] for i in range(3) for c in out["pods"][f"default/w{i}"]["cards"]} == {"d0"}
     code, out = simulate(nodes + tree + gang(4), conf=RACK_CONF)
     assert all(out["pods"][f"default/w{i}"]["node"] is None for i in range(4))
+
+
+def test_hamis_pair_score_rule():
+    """``deviceshare.TopologyPolicy: pairscore`` is HAMi's rule: HAMi's TestComputeWorstSingleCard (gpu1,
+    the lowest total) and TestComputeBestCombination / TestFit_TopologyBestCombination ([gpu0, gpu2]);
+    TestFit_TopologyBestCombinationZeroScores (all 0: two cards still chosen)."""
+    scores = {"gpu0": {"gpu1": 100, "gpu2": 200}, "gpu1": {"gpu0": 100, "gpu2": 150},
+              "gpu2": {"gpu0": 200, "gpu1": 150}}
+    raw = json.dumps([{"uuid": k, "score": v} for k, v in scores.items()])
+    topo = parse_hami_scores(raw, ["gpu0", "gpu1", "gpu2"])
+    assert choose(topo, [0, 1, 2], 1, topology.PAIRSCORE).cards == (1,)
+    assert choose(topo, [0, 1, 2], 2, topology.PAIRSCORE).cards == (0, 2)
+    zero = parse_hami_scores(json.dumps([{"uuid": k, "score": {o: 0 for o in v}} for k, v in scores.items()]),
+                             ["gpu0", "gpu1", "gpu2"])
+    assert len(choose(zero, [0, 1, 2], 2, topology.PAIRSCORE).cards) == 2
+    # HAMi's rule scores no node; vcsched's preferred does
+    pick = choose(topo, [0, 1, 2], 2, topology.PAIRSCORE)
+    assert placement_score(topo, pick, [0, 1, 2], 2, 0, topology.PAIRSCORE) == 0.0
+    assert placement_score(topo, pick, [0, 1, 2], 2, 0) > 0.0
