@@ -145,7 +145,8 @@ def allocate_for_job(ssn: Session, search: NodeSearch, queue: QueueInfo, job: Jo
     rec.snapshot_sub_jobs(job, sheet)
     for gradient in ssn.hypernode_gradient_for_job(job, ssn.topology.top, PURPOSE_ALLOCATE):
         solutions: dict[str, tuple[list[SavedOperation], JobWorksheet, float]] = {}
-        for hypernode in gradient:
+        ordered = _best_first(ssn, sheet, gradient)
+        for hypernode in ordered or gradient:
             job.reset_fit_errors()
             trial = sheet.clone()
             statements: list[Statement] = []
@@ -167,6 +168,8 @@ def allocate_for_job(ssn: Session, search: NodeSearch, queue: QueueInfo, job: Jo
                 solutions[hypernode.name] = (saved, trial, score)
             for stmt in reversed(statements):  # a dry run in every HyperNode
                 stmt.discard()
+            if ordered and solutions:
+                break  # tried best first: the first that fits is the one the full search would choose
         if not solutions:
             continue
         best = _best(ssn, {name: s[2] for name, s in solutions.items()})
@@ -182,6 +185,30 @@ def allocate_for_job(ssn: Session, search: NodeSearch, queue: QueueInfo, job: Jo
         rec.jobs[job.uid] = best
         return final
     return None
+
+
+def _best_first(ssn: Session, sheet: JobWorksheet, gradient: list[SessionHyperNode]) -> list[SessionHyperNode]:
+    """The gradient's HyperNodes in the order the job would choose among them, when that order is known
+    before any trial; [] when it is not.
+
+    It is known when the job has one SubJob left to place and each HyperNode is, for that SubJob, its
+    own only gradient (a lowest-tier HyperNode, say): the job's score in a HyperNode is then that
+    HyperNode's score for the SubJob, which the plugins compute from what is placed already (the
+    trials are undone before scoring), not from the trial.  Trying the HyperNodes best first (equal
+    scores in gradient order) and stopping at the first where the job fits chooses what trying all
+    of them would, at a fraction of the trials.  Not with a random tie-break (Volcano's), which must see
+    every tied HyperNode that fits.  What differs: a task still pending after the job is placed
+    keeps the fit errors of the last HyperNode tried, which is another one.
+    """
+    if ssn.state.tie_break is not None or len(sheet.sub_jobs) != 1 or len(gradient) < 2:
+        return []
+    sj = sheet.sub_jobs.clone().pop()
+    for h in gradient:
+        if ssn.hypernode_gradient_for_sub_job(sj, h, PURPOSE_ALLOCATE) != [[h]]:
+            return []
+    scores = {h.name: ssn.hypernode_scores(sj, [h.name])[h.name] for h in gradient}  # each alone, as in its trial
+    order = {h.name: i for i, h in enumerate(gradient)}
+    return sorted(gradient, key=lambda h: (-scores[h.name], order[h.name]))
 
 
 def allocate_for_sub_job(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobInfo, sj: SubJobInfo,

@@ -96,13 +96,13 @@ class NetworkTopologyAwarePlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=lambda t: self._use(t, 1), deallocate=lambda t: self._use(t, -1)))
 
     def _use(self, task: TaskInfo, sign: int) -> None:
-        for name, h in self.topology.hypernodes.items():
-            if task.node_name in h.node_names:
-                used = self.usage[name].used
-                if sign > 0:
-                    used.add(task.resreq)
-                else:
-                    used.sub(task.resreq)
+        usage = self.usage
+        for name in self.topology.holders(task.node_name):
+            used = usage[name].used
+            if sign > 0:
+                used.add(task.resreq)
+            else:
+                used.sub(task.resreq)
 
     # -- gradients -----------------------------------------------------------------------------
 
@@ -249,8 +249,13 @@ class NetworkTopologyAwarePlugin(Plugin):
         best = max(scores.values(), default=0.0)
         tied = [name for name, s in scores.items() if s == best]
         if len(tied) > 1:
+            shares: dict[str, float] = {}
             for name in tied:
-                scores[name] += self._task_share(topo.leaf_of(name), sj)
+                leaf = topo.leaf_of(name)
+                share = shares.get(leaf)
+                if share is None:
+                    share = shares[leaf] = self._task_share(leaf, sj)
+                scores[name] += share
         return scores
 
     def normal_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
@@ -266,15 +271,14 @@ class NetworkTopologyAwarePlugin(Plugin):
         scores: dict[str, float] = {}
         for n in nodes:
             total = 0.0
+            held = topo.holder_by_tier(n.name)
             for t in tiers:
+                name = held.get(t)
                 score = 1.0  # a node in no HyperNode of this tier counts in full
-                for name in topo.by_tier.get(t, ()):
-                    if n.name in topo.hypernodes[name].node_names:
-                        s = per_hypernode.get(name)
-                        if s is None:
-                            s = per_hypernode[name] = self._binpack(name, request)
-                        score = s
-                        break
+                if name is not None:
+                    score = per_hypernode.get(name)
+                    if score is None:
+                        score = per_hypernode[name] = self._binpack(name, request)
                 total += weights[t] * score
             scores[n.name] = total / total_weight
         return scores

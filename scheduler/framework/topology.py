@@ -55,7 +55,8 @@ class HyperNodeDecision:
 
 
 class SessionTopology:
-    __slots__ = ("hypernodes", "by_tier", "tiers", "tier_names", "ready", "top", "_leaf_of")
+    __slots__ = ("hypernodes", "by_tier", "tiers", "tier_names", "ready", "top", "_leaf_of", "_holders",
+                 "_by_tier_of")
 
     def __init__(self, tree: HyperNodeTree, node_list: list[NodeInfo]) -> None:
         self.ready = tree.ready
@@ -83,6 +84,8 @@ class SessionTopology:
             self.by_tier.setdefault(h.tier, []).append(h.name)
         self.tiers = sorted(self.by_tier)
         self._leaf_of: dict[str, str] | None = None  # built when first asked for
+        self._holders: dict[str, tuple[str, ...]] | None = None
+        self._by_tier_of: dict[str, dict[int, str]] = {}
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -99,6 +102,27 @@ class SessionTopology:
                 for n in self.hypernodes[name].node_names:
                     leaf_of.setdefault(n, name)
         return leaf_of.get(node, "")
+
+    def holders(self, node: str) -> tuple[str, ...]:
+        """Every HyperNode holding ``node`` (the cluster top included)."""
+        holders = self._holders
+        if holders is None:
+            lists: dict[str, list[str]] = {}
+            for name, h in self.hypernodes.items():
+                for n in h.node_names:
+                    lists.setdefault(n, []).append(name)
+            holders = self._holders = {n: tuple(names) for n, names in lists.items()}
+        return holders.get(node, ())
+
+    def holder_by_tier(self, node: str) -> dict[int, str]:
+        """The HyperNode holding ``node`` at each tier (the first by name where two do)."""
+        found = self._by_tier_of.get(node)
+        if found is None:
+            found = {}
+            for name in sorted(self.holders(node)):
+                found.setdefault(self.hypernodes[name].tier, name)
+            self._by_tier_of[node] = found
+        return found
 
     def ancestors(self, name: str) -> list[str]:
         out = [name]
