@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from ..api.dra_quota import queue_allocated as dra_queue_allocated
 from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
 from ..api.namespace_info import NamespaceInfo
@@ -705,6 +706,31 @@ class Session:
                 req.scalars.update(over)
         return req
 
+    def _dra_queue_allocated(self) -> dict[str, dict[str, str]]:
+        """The allocated tasks' ResourceClaims per queue and its ancestors, as ``deviceclass/<class>``
+        counts and ``<dimension>.deviceclass/<class>`` capacities, each claim once (api/dra_quota.py)."""
+        if self.dra is None or not self.dra.claims:
+            return {}
+
+        def pairs():
+            for job in self.jobs.values():
+                if job.queue not in self.queues:
+                    continue
+                for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
+                    for t in job.tasks_in(status):
+                        yield job.queue, t
+                        if "root" not in self.queues:
+                            continue
+                        name, seen = job.queue, {job.queue}
+                        while name != "root":
+                            name = self.queues[name].parent or "root" if name in self.queues else ""
+                            if not name or name in seen:
+                                break
+                            seen.add(name)
+                            yield name, t
+
+        return dra_queue_allocated(pairs(), self.dra)
+
     def _update_queues(self) -> None:
         """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
         allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
@@ -723,8 +749,11 @@ class Session:
                     allocated[parent].add(r)
                     seen.add(parent)
                     parent = (self.queues[parent].parent or "root") if parent != "root" else ""
+        dra = self._dra_queue_allocated()
         for name, q in self.queues.items():
             new = allocated[name].to_list()
+            if name in dra:  # DRA's devices beside the resources (session_dra_queue_status.go)
+                new.update(dra[name])
             if new != q.allocated:
                 q.allocated = new
                 self.effects.append(QueueStatus(name, new))
