@@ -230,3 +230,36 @@ def test_pod_qos_class():
     assert pod_qos_class(_pod(full, init=({"limits": {"cpu": "1"}, "requests": {"cpu": "1"}},))) == "Burstable"
     assert pod_qos_class(_pod({})) == "BestEffort"
     assert pod_qos_class(_pod(full, qos="Burstable")) == "Burstable"
+
+
+# -- the cache ------------------------------------------------------------------------------------------
+
+
+def test_the_cache_keeps_a_numatopology_it_can_read_and_drops_one_it_cannot():
+    """addNumaInfo: a Numatopology is the node's topology by name; one Volcano could not hold (a NUMA id
+    above 63) is logged and leaves the node without one; a malformed allocatable set is empty and a
+    refused resReserved reserves nothing, as Volcano's cache reads them."""
+    from vcsched.cache import Cache
+
+    def topo(numa: int = 1, allocatable: str = "0-1", reserved: dict | None = None) -> dict:
+        return {"metadata": {"name": "n", "resourceVersion": "1"},
+                "spec": {"policies": {"CPUManagerPolicy": "static"},
+                         "cpuDetail": {"0": {"numa": 0}, "1": {"numa": numa}},
+                         "numares": {"cpu": {"allocatable": allocatable, "capacity": 2}},
+                         "resReserved": reserved or {}}}
+
+    cache = Cache()
+    cache.add_numatopology(topo())
+    assert cache.numatopologies["n"].allocatable == {"cpu": cpuset(0, 1)}
+    assert cache.numatopologies["n"].topology.numa_nodes == [0, 1]
+    bad = topo(numa=64)
+    bad["metadata"]["resourceVersion"] = "2"
+    cache.update_numatopology(bad)
+    assert "n" not in cache.numatopologies
+    odd = topo(allocatable="1-0", reserved={"cpu": "x"})
+    odd["metadata"]["resourceVersion"] = "3"
+    cache.update_numatopology(odd)
+    assert cache.numatopologies["n"].allocatable == {"cpu": 0}
+    assert cache.numatopologies["n"].reserved_cpus is None
+    cache.delete_numatopology("n")
+    assert cache.snapshot().numatopologies == {}
