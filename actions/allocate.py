@@ -12,10 +12,10 @@ from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Action, ScoringError
 from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
-from vcsched.framework.statement import Statement, StatementError
+from vcsched.framework.statement import Statement
 from vcsched.framework.util import PriorityQueue
 
-from .allocate_topology import JobWorksheet, allocate_for_job, recorder
+from .allocate_topology import JobWorksheet, allocate_for_job, place, recorder
 
 log = structlog.get_logger("vcsched.allocate")
 
@@ -146,15 +146,8 @@ def allocate_tasks(ssn: Session, search: NodeSearch, queue: QueueInfo, job: JobI
             if job.need_continue_allocating():
                 continue
             break
-        try:
-            if found.fits_idle:
-                stmt.allocate(task, found.node)
-            else:
-                stmt.pipeline(task, found.node, False)
-        except StatementError as e:
-            log.error("allocate resources for task failed", task=task.key, error=str(e))
+        if not place(ssn, stmt, job, task, found):
             continue
-        ssn.stats.job_placements[job.uid] += 1
         if ssn.job_ready(job):
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):

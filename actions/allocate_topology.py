@@ -297,15 +297,8 @@ def allocate_tasks_in(ssn: Session, search: NodeSearch, queue: QueueInfo, job: J
             if job.need_continue_allocating(sj):
                 continue
             break
-        try:
-            if found.fits_idle:
-                stmt.allocate(task, found.node)
-            else:
-                stmt.pipeline(task, found.node, False)
-        except StatementError as e:
-            log.error("Allocate resources for task fail", task=task.key, error=str(e))
+        if not place(ssn, stmt, job, task, found):
             continue
-        ssn.stats.job_placements[job.uid] += 1
         if sj.with_network_topology:
             leaf = topo.leaf_of(found.node.name)
             if leaf:
@@ -320,6 +313,21 @@ def allocate_tasks_in(ssn: Session, search: NodeSearch, queue: QueueInfo, job: J
         return stmt
     stmt.discard()
     return None
+
+
+def place(ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, found: Placement) -> bool:
+    """``allocateResourcesForTask``: allocate on idle resources, else pipeline on releasing ones; False
+    (logged) when the statement refuses it."""
+    try:
+        if found.fits_idle:
+            stmt.allocate(task, found.node)
+        else:
+            stmt.pipeline(task, found.node, False)
+    except StatementError as e:
+        log.error("allocate resources for task failed", task=task.key, error=str(e))
+        return False
+    ssn.stats.job_placements[job.uid] += 1
+    return True
 
 
 def _error_cache(ssn: Session, sj: SubJobInfo) -> PredicateErrorCache | None:

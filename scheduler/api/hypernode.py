@@ -210,24 +210,11 @@ class HyperNodeTree:
 
     def ancestors(self, name: str) -> list[str]:
         """``GetAncestors``: ``name``, its parent, and so on up to a top HyperNode."""
-        out = [name]
-        info = self.hypernodes.get(name)
-        while info is not None and info.parent and info.parent not in out:
-            out.append(info.parent)
-            info = self.hypernodes.get(info.parent)
-        return out
+        return ancestors(name, self.hypernodes)
 
     def lowest_common_ancestor(self, a: str, b: str) -> str:
         """``GetLCAHyperNode``: the lowest HyperNode above both ("" when they share none)."""
-        if not a:
-            return b
-        if not b:
-            return a
-        mine = set(self.ancestors(a))
-        for x in self.ancestors(b):
-            if x in mine:
-                return x
-        return ""
+        return lowest_common_ancestor(a, b, self.hypernodes)
 
     def tier_of(self, name: str) -> int | None:
         info = self.hypernodes.get(name)
@@ -239,3 +226,26 @@ class HyperNodeTree:
         for info in self.hypernodes.values():
             held |= info.nodes
         return [n for n in nodes if n not in held]
+
+
+def ancestors(name: str, hypernodes: Mapping[str, Any]) -> list[str]:
+    """``name``, its parent, and so on up to a top HyperNode, in any map of things with a ``parent``."""
+    out = [name]
+    info = hypernodes.get(name)
+    while info is not None and info.parent and info.parent not in out:
+        out.append(info.parent)
+        info = hypernodes.get(info.parent)
+    return out
+
+
+def lowest_common_ancestor(a: str, b: str, hypernodes: Mapping[str, Any]) -> str:
+    """The lowest HyperNode above both; the other one when one is "", "" when they share none."""
+    if not a:
+        return b
+    if not b:
+        return a
+    mine = set(ancestors(a, hypernodes))
+    for x in ancestors(b, hypernodes):
+        if x in mine:
+            return x
+    return ""

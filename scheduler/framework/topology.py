@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from ..api.hypernode import HyperNodeTree
+from ..api.hypernode import HyperNodeTree, ancestors, lowest_common_ancestor
 from ..api.job_info import JobInfo
 from ..api.node_info import NodeInfo
 from ..api.sub_job import HARD, SOFT, NetworkTopology
@@ -125,24 +125,11 @@ class SessionTopology:
         return found
 
     def ancestors(self, name: str) -> list[str]:
-        out = [name]
-        h = self.hypernodes.get(name)
-        while h is not None and h.parent and h.parent not in out:
-            out.append(h.parent)
-            h = self.hypernodes.get(h.parent)
-        return out
+        return ancestors(name, self.hypernodes)
 
     def lca(self, a: str, b: str) -> str:
         """``GetLCAHyperNode``: the lowest HyperNode above both; one name when the other is ""."""
-        if not a:
-            return b
-        if not b:
-            return a
-        mine = set(self.ancestors(a))
-        for x in self.ancestors(b):
-            if x in mine:
-                return x
-        return ""
+        return lowest_common_ancestor(a, b, self.hypernodes)
 
     def tier_of(self, name: str) -> int | None:
         h = self.hypernodes.get(name)
