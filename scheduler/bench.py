@@ -505,8 +505,14 @@ def add_parser(sub: Any) -> None:
                                      "quality on the Alibaba GPU trace (--trace)")
     p.add_argument("--trace", metavar="DIR",
                    help="replay the Alibaba GPU trace (cluster-trace-gpu-v2023) in DIR; see scheduler/trace.py")
-    p.add_argument("--policy", action="append", choices=("binpack", "spread", "fragmentation"),
-                   help="with --trace: a deviceshare.SchedulePolicy to replay (repeatable; default all three)")
+    p.add_argument("--policy", action="append", choices=("binpack", "spread", "fragmentation", "binpack+pairscore",
+                                                          "binpack+preferred", "fragmentation+preferred"),
+                   help="with --trace: a deviceshare.SchedulePolicy to replay, +TopologyPolicy (repeatable; default "
+                        "all three, with --interconnect binpack, binpack+pairscore, fragmentation, "
+                        "fragmentation+preferred)")
+    p.add_argument("--interconnect", action="store_true",
+                   help="with --trace: GPUs in NVLink groups (HAMi pair scores; 8-GPU nodes 2 x 4) and a report of "
+                        "the multi-GPU tasks placed inside one group (issue 24)")
     p.add_argument("--plot", metavar="FILE.png", help="with --trace: plot allocated share against arrived demand")
     p.add_argument("--shuffle", action="store_true",
                    help="with --trace: submit the task list in a seeded random order (the FGD paper's "

@@ -51,7 +51,8 @@ from .framework.effects import Bind
 from .framework.registry import action_classes, plugin_classes
 from .framework.session import NodesToFind, SchedulerState, Session
 from .plugins.deviceshare import device_builder
-from .plugins.deviceshare.config import FRAGMENTATION, SCHEDULE_POLICY, VGPU_ENABLE
+from .plugins.deviceshare.config import FRAGMENTATION, SCHEDULE_POLICY, TOPOLOGY_POLICY, VGPU_ENABLE
+from .plugins.deviceshare.config import DeviceShareArgs
 from .plugins.deviceshare.fragmentation import FragmentationModel, TaskShape
 from .sim.cluster import SIM_EPOCH, rfc3339
 
@@ -75,6 +76,15 @@ TARGET_PERCENT = 130
 STEP_PERCENT = 10
 NAMESPACE = "trace"
 POLICIES = ("binpack", "spread", FRAGMENTATION)
+# ``--interconnect`` (issue 24): the policies compared, "SCHEDULE+TOPOLOGY" being deviceshare.SchedulePolicy
+# and deviceshare.TopologyPolicy: Volcano's binpack (no topology), a HAMi-style pair score (HAMi's rule on
+# top of binpack), today's fragmentation policy, and vcsched's (fragmentation with topology preferred)
+INTERCONNECT_POLICIES = ("binpack", "binpack+pairscore", FRAGMENTATION, "fragmentation+preferred")
+# --interconnect: NVLink groups by GPUs per node (8-GPU servers as 2 x 4, 4 as 2 x 2, 2 as one pair);
+# HAMi's pair scores: 4 NVLinks in a group (400), cross-socket PCIe between groups (10)
+NVLINK_GROUP = {8: 4, 4: 2, 2: 2}
+NVLINK_SCORE = 400
+PCIE_SCORE = 10
 DEVICE_CONFIG_MAP = "kube-system/volcano-vgpu-device-config"
 # the device ConfigMap the replay runs with: Volcano's resource names plus the percentage resource
 DEVICE_CONFIG = """\
@@ -234,7 +244,18 @@ def gpu_type(model: str) -> str:
     return f"NVIDIA-{model}"
 
 
-def node_manifest(n: TraceNode) -> dict[str, Any]:
+def nvlink_scores(n: TraceNode) -> str | None:
+    """``hami.io/node-nvidia-score`` for the node's GPUs as HAMi's device plugin writes it (``--interconnect``)."""
+    group = NVLINK_GROUP.get(n.gpus)
+    if group is None:
+        return None
+    uuids = [f"GPU-{n.name}-{g}" for g in range(n.gpus)]
+    return json.dumps([{"uuid": a, "score": {b: NVLINK_SCORE if i // group == j // group else PCIE_SCORE
+                                              for j, b in enumerate(uuids) if j != i}}
+                       for i, a in enumerate(uuids)], separators=(",", ":"))
+
+
+def node_manifest(n: TraceNode, interconnect: bool = False) -> dict[str, Any]:
     alloc = {"cpu": f"{n.milli_cpu}m", "memory": f"{n.memory_mib}Mi", "pods": str(NODE_PODS)}
     meta: dict[str, Any] = {"name": n.name, "labels": {"kubernetes.io/hostname": n.name}}
     if n.gpus:
@@ -242,6 +263,9 @@ def node_manifest(n: TraceNode) -> dict[str, Any]:
         # what volcano-vgpu-device-plugin publishes (spec §4.2): one device per GPU
         meta["annotations"] = {"volcano.sh/node-vgpu-register": "".join(
             f"GPU-{n.name}-{g},{SPLIT_COUNT},{mem},{gpu_type(n.model)},true,hami-core:" for g in range(n.gpus))}
+        scores = nvlink_scores(n) if interconnect else None
+        if scores is not None:
+            meta["annotations"]["hami.io/node-nvidia-score"] = scores
         alloc.update({
             "volcano.sh/vgpu-number": str(n.gpus * SPLIT_COUNT),
             "volcano.sh/vgpu-memory": str(n.gpus * mem),
@@ -309,6 +333,23 @@ class PolicyReport:
     steps: list[StepReport] = field(default_factory=list)
     sessions: int = 0
     wall_seconds: float = 0.0
+    interconnect: "InterconnectReport | None" = None
+
+
+@dataclass(slots=True)
+class InterconnectReport:
+    """``--interconnect``: where the multi-GPU tasks' cards landed, over the whole replay."""
+
+    placed: int = 0  # multi-GPU tasks placed
+    failed: int = 0  # multi-GPU tasks that failed
+    inside: int = 0  # placed with every card in one NVLink group
+    eligible: int = 0  # placed while a group of an allowed model had that many untouched cards
+    inside_eligible: int = 0  # of those, placed inside one group
+
+    @property
+    def share(self) -> float:
+        """Inside one group, of the tasks placed while one had room: the acceptance figure."""
+        return self.inside_eligible / self.eligible if self.eligible else 1.0
 
 
 @dataclass(slots=True)
@@ -414,23 +455,39 @@ def offline_unallocated(arrived: list[TraceTask], gpus: int) -> float:
 
 
 def trace_conf(policy: str, base: str | None = None) -> SchedulerConfiguration:
-    """The replay's configuration for one policy: ``base`` (or TRACE_CONF) with deviceshare set to it."""
-    if base is None:
-        return parse_conf(TRACE_CONF.format(policy=policy))
-    conf = parse_conf(base)
+    """The replay's configuration for one policy: ``base`` (or TRACE_CONF) with deviceshare set to it;
+    ``SCHEDULE+TOPOLOGY`` sets deviceshare.TopologyPolicy too."""
+    policy, _, topology_policy = policy.partition("+")
+    conf = parse_conf(base if base is not None else TRACE_CONF.format(policy=policy))
     for tier in conf.tiers:
         for option in tier:
             if option.name == "deviceshare":
                 option.arguments.values[SCHEDULE_POLICY] = policy
                 option.arguments.values[VGPU_ENABLE] = True
+                if topology_policy:
+                    option.arguments.values[TOPOLOGY_POLICY] = topology_policy
+                if topology_policy or base is not None:
+                    parse_conf_check(conf)
                 return conf
     raise ConfError("the trace replay needs the deviceshare plugin in the configuration")
+
+
+def parse_conf_check(conf: SchedulerConfiguration) -> None:
+    """The deviceshare arguments as the plugin reads them: a bad value is a ConfError naming it."""
+    for tier in conf.tiers:
+        for option in tier:
+            if option.name == "deviceshare":
+                try:
+                    DeviceShareArgs.parse(option.arguments)
+                except ValueError as e:
+                    raise ConfError(str(e)) from None
 
 
 class Replay:
     """One policy's replay over a cache, session by session."""
 
-    def __init__(self, nodes: list[TraceNode], conf: SchedulerConfiguration, model: FragmentationModel) -> None:
+    def __init__(self, nodes: list[TraceNode], conf: SchedulerConfiguration, model: FragmentationModel,
+                 interconnect: bool = False) -> None:
         self.conf = conf
         self.model = model
         config_maps = {DEVICE_CONFIG_MAP: {"data": {"device-config.yaml": DEVICE_CONFIG}}}
@@ -438,7 +495,8 @@ class Replay:
         self.cache.add_queue({"metadata": {"name": "default", "creationTimestamp": rfc3339(SIM_EPOCH)},
                               "spec": {"weight": 1, "reclaimable": True}, "status": {"state": "Open"}})
         for n in nodes:
-            self.cache.add_node(node_manifest(n))
+            self.cache.add_node(node_manifest(n, interconnect))
+        self.interconnect = InterconnectReport() if interconnect else None
         self.capacity = sum(n.gpus for n in nodes)
         # Volcano's --percentage-nodes-to-find=100: every node is examined for every task, so that the
         # policies, not the search window, decide (the default would stop at ~41% of 1,213 nodes)
@@ -469,6 +527,8 @@ class Replay:
         for e in effects:
             if isinstance(e, Bind):
                 pg, pod, task = self.pending.pop(e.uid)
+                if self.interconnect is not None and task.num_gpu > 1:
+                    self.count_cards(task, e)  # before the bind: the cluster as the task found it
                 pod["spec"]["nodeName"] = e.node
                 pod["status"]["phase"] = "Running"
                 pod["metadata"]["annotations"].update(e.annotations)
@@ -477,11 +537,42 @@ class Replay:
                 self.cache.update_podgroup(pg)
                 self.allocated_milli += task.gpu_demand
         for uid, (pg, pod, task) in self.pending.items():  # failed for good: no retry later
+            if self.interconnect is not None and task.num_gpu > 1:
+                self.interconnect.failed += 1
             self.cache.delete_pod(uid)
             self.cache.delete_podgroup(f"{NAMESPACE}/{pg['metadata']['name']}")
             self.failed += 1
             self.failed_gpu += 1 if task.num_gpu else 0
         self.pending.clear()
+
+    def count_cards(self, task: TraceTask, bind: Bind) -> None:
+        """``--interconnect``: did the task's cards land in one NVLink group, and could they have?"""
+        rep = self.interconnect
+        rep.placed += 1
+        d = self.cache.nodes[bind.node].devices.get("hamivgpu")
+        topo = d.topology if d is not None else None
+        ids = [item.split(",")[0] for item in bind.annotations.get("volcano.sh/vgpu-ids-new", "").split(":") if item]
+        pos = {g.uuid: g.index for g in d.devices} if d is not None else {}
+        inside = topo is not None and len({topo.domain_of[pos[i]] for i in ids if i in pos}) == 1 and (
+            topo.domain_of[pos[ids[0]]] >= 0)
+        rep.inside += inside
+        if self.room_for(task):
+            rep.eligible += 1
+            rep.inside_eligible += inside
+
+    def room_for(self, task: TraceTask) -> bool:
+        """Has some node of a model the task allows a group with ``num_gpu`` untouched cards?"""
+        for node in self.cache.nodes.values():
+            d = node.devices.get("hamivgpu")
+            if d is None or d.topology is None or len(d.devices) < task.num_gpu:
+                continue
+            if task.gpu_spec and not any(m in d.devices[0].type for m in task.gpu_spec):
+                continue
+            for cards in d.topology.domains:
+                if len(cards) >= task.num_gpu and sum(
+                        1 for c in cards if d.devices[c].used_num == 0) >= task.num_gpu:
+                    return True
+        return False
 
     def ledger_milli(self) -> int:
         """GPU thousandths in use by the devices' ledger (the cache's truth)."""
@@ -513,9 +604,9 @@ def trace_model(tasks: list[TraceTask]) -> FragmentationModel:
 
 def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: int = 1,
            sessions_per_step: int = 1, conf_text: str | None = None, shuffle: bool = False,
-           tie_break: str = "random") -> PolicyReport:
+           tie_break: str = "random", interconnect: bool = False) -> PolicyReport:
     conf = trace_conf(policy, conf_text)
-    rep = Replay(nodes, conf, trace_model(tasks))
+    rep = Replay(nodes, conf, trace_model(tasks), interconnect)
     if tie_break == "random":
         # a stream of its own: the arrivals draw from ``seed`` itself
         rep.state.tie_break = random.Random(f"tie-break {seed}")
@@ -548,6 +639,7 @@ def replay(nodes: list[TraceNode], tasks: list[TraceTask], policy: str, seed: in
     progress.close()
     report.sessions = rep.sessions
     report.wall_seconds = round(time.perf_counter() - started, 1)
+    report.interconnect = rep.interconnect
     return report
 
 
@@ -578,6 +670,7 @@ def render_table(reports: list[TraceReport]) -> str:
                         f"{s.fragmentation_gpus:>7.1f} {100 * s.fragmentation_rate:>5.1f}%")
             lines.append(row)
         lines.append("wall: " + ", ".join(f"{p.policy} {p.wall_seconds}s ({p.sessions} sessions)" for p in r.policies))
+        lines += interconnect_lines(r)
         lines.append(f"offline yardstick at 100% arrived: best-fit decreasing of the GPU shares, every task known, "
                      f"CPU/memory/nodes/models ignored, leaves {r.offline_unallocated:.1f} GPUs unallocated")
         base = r.at("binpack", 100)
@@ -591,6 +684,21 @@ def render_table(reports: list[TraceReport]) -> str:
                                  f"{'fewer' if red >= 0 else 'more'}")
         lines.append("")
     return "\n".join(lines)
+
+
+def interconnect_lines(r: TraceReport) -> list[str]:
+    """``--interconnect``: per policy, where the multi-GPU tasks' cards landed and the GPUs left idle."""
+    rows = [(p, p.interconnect) for p in r.policies if p.interconnect is not None]
+    if not rows:
+        return []
+    out = ["multi-GPU tasks on NVLink groups (8-GPU nodes 2 x 4, 4-GPU 2 x 2, 2-GPU one pair; HAMi pair scores):",
+           f"{'policy':<26} {'placed':>6} {'failed':>6} {'in 1 group':>10} {'room':>6} {'in 1 group|room':>15} "
+           f"{'unalloc@100%':>12}"]
+    for p, ic in rows:
+        s = next((x for x in p.steps if x.arrived_percent == 100), None)
+        out.append(f"{p.policy:<26} {ic.placed:>6} {ic.failed:>6} {ic.inside:>10} {ic.eligible:>6} "
+                   f"{100 * ic.share:>14.1f}% {s.unallocated_gpus if s else float('nan'):>12.1f}")
+    return out
 
 
 def plot(reports: list[TraceReport], path: str) -> None:
@@ -621,7 +729,8 @@ def plot(reports: list[TraceReport], path: str) -> None:
 def run_trace(args) -> int:
     """The ``bench --trace`` command: exit 2 on bad input."""
     trace_dir = args.trace
-    policies = args.policy or list(POLICIES)
+    interconnect = bool(getattr(args, "interconnect", False))
+    policies = args.policy or list(INTERCONNECT_POLICIES if interconnect else POLICIES)
     tie_break = args.tie_break or "random"
     try:
         if not os.path.isdir(trace_dir):
@@ -637,6 +746,8 @@ def run_trace(args) -> int:
             except OSError as e:
                 raise TraceError(f"{args.conf}: {e.strerror}") from None
             trace_conf(policies[0], conf_text)
+        for policy in policies:
+            trace_conf(policy, conf_text)
         if args.sessions_per_step < 1:
             raise TraceError("--sessions-per-step: expected >= 1")
     except (TraceError, ConfError) as e:
@@ -648,7 +759,7 @@ def run_trace(args) -> int:
         reps = []
         for policy in policies:
             reps.append(replay(nodes, tasks, policy, args.seed, args.sessions_per_step, conf_text, args.shuffle,
-                               tie_break))
+                               tie_break, interconnect))
             print(f"vcsched bench: {os.path.basename(f)} {policy}: {reps[-1].wall_seconds}s", file=sys.stderr)
         reports.append(TraceReport(
             trace=trace_dir, pods=f, nodes=len(nodes), gpus=gpus, seed=args.seed,
