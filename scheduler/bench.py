@@ -218,6 +218,48 @@ def numa_cluster(nodes: list[dict], pods: list[dict], policy: str, numa_nodes: i
     return topologies
 
 
+# --fabric NxM: a two-tier switch tree as HyperNodes, network-topology-aware beside nodeorder;
+# --gang-topology MODE: every gang's PodGroup with that networkTopology
+NETWORK_TOPOLOGY_PLUGIN = "  - name: network-topology-aware\n"
+
+
+def parse_fabric(text: str) -> tuple[int, int]:
+    """``NxM``: N nodes per leaf switch, M leaf switches per spine (both at least 1)."""
+    try:
+        per_leaf, per_spine = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--fabric: expected NODESxLEAVES such as 8x4, got {text!r}") from None
+    if per_leaf < 1 or per_spine < 1:
+        raise ValueError(f"--fabric: expected counts of at least 1, got {text!r}")
+    return per_leaf, per_spine
+
+
+def parse_gang_topology(text: str) -> dict:
+    """``hard:TIER`` or ``soft``: a PodGroup's ``spec.networkTopology``."""
+    mode, _, tier = text.partition(":")
+    if mode == "soft" and not tier:
+        return {"mode": "soft"}
+    if mode == "hard" and tier.isdigit() and int(tier) >= 1:
+        return {"mode": "hard", "highestTierAllowed": int(tier)}
+    raise ValueError(f"--gang-topology: expected hard:TIER (TIER 1 or more) or soft, got {text!r}")
+
+
+def fabric_hypernodes(nodes: list[dict], per_leaf: int, per_spine: int) -> list[dict]:
+    """The nodes in order, ``per_leaf`` to a leaf switch (tier 1, ``leaf-<i>``, members by exact name) and
+    ``per_spine`` leaves to a spine (tier 2, ``spine-<j>``); a last leaf or spine may be smaller."""
+    def hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict:
+        return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+                "spec": {"tier": tier, "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
+                                                   for m in members]}}
+    names = [n["metadata"]["name"] for n in nodes]
+    leaves = [hypernode(f"leaf-{i // per_leaf:04d}", 1, "Node", names[i:i + per_leaf])
+              for i in range(0, len(names), per_leaf)]
+    leaf_names = [h["metadata"]["name"] for h in leaves]
+    spines = [hypernode(f"spine-{j // per_spine:04d}", 2, "HyperNode", leaf_names[j:j + per_spine])
+              for j in range(0, len(leaf_names), per_spine)]
+    return leaves + spines
+
+
 def load_cache(cache: Cache, nodes: list[dict], podgroups: list[dict], pods: list[dict],
                queues: list[dict] = ()) -> Cache:
     """``cache`` with the bench's priority classes, root and default queues (Open), ``queues``, then the cluster."""
@@ -372,6 +414,8 @@ def run(args: argparse.Namespace) -> BenchResult:
         conf_text = conf_text.replace("  - name: predicates\n", "  - name: predicates\n" + TASK_TOPOLOGY_PLUGIN, 1)
     if getattr(args, "numa", None) and not args.conf:
         conf_text = conf_text.replace("  - name: nodeorder\n", "  - name: nodeorder\n" + NUMA_AWARE_PLUGIN, 1)
+    if getattr(args, "fabric", None) and not args.conf:
+        conf_text = conf_text.replace("  - name: nodeorder\n", "  - name: nodeorder\n" + NETWORK_TOPOLOGY_PLUGIN, 1)
     conf = parse_conf(conf_text)
     running: list[dict] = []
     if args.preempt:
@@ -387,6 +431,11 @@ def run(args: argparse.Namespace) -> BenchResult:
             pg["spec"]["queue"] = leaves[i % len(leaves)]
     dra = dra_cluster(nodes, pods, args.dra_gpus_per_node) if getattr(args, "dra_gpus_per_node", 0) > 0 else None
     numatopologies = numa_cluster(nodes, pods, args.numa, args.numa_nodes) if getattr(args, "numa", None) else []
+    hypernodes = fabric_hypernodes(nodes, *parse_fabric(args.fabric)) if getattr(args, "fabric", None) else []
+    if getattr(args, "gang_topology", None):
+        topology = parse_gang_topology(args.gang_topology)
+        for pg in podgroups:
+            pg["spec"]["networkTopology"] = dict(topology)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_by_name = {pg["metadata"]["name"]: pg for pg in podgroups}
     cache = load_cache(Cache(devices=device_builder(conf, {})), nodes, podgroups, running + pods, queues)
@@ -399,6 +448,8 @@ def run(args: argparse.Namespace) -> BenchResult:
             cache.dra.add_resource_claim(obj)
     for t in numatopologies:
         cache.add_numatopology(t)
+    for h in hypernodes:
+        cache.add_hypernode(h)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
     placed, cycles, latencies, evictions = 0, 0, [], 0
@@ -486,6 +537,16 @@ def bench(args: argparse.Namespace) -> int:
         return 2
     if getattr(args, "numa", None) and args.numa_nodes < 1:
         print("vcsched bench: --numa-nodes: expected at least 1", file=sys.stderr)
+        return 2
+    try:
+        if getattr(args, "fabric", None):
+            parse_fabric(args.fabric)
+        if getattr(args, "gang_topology", None):
+            if not getattr(args, "fabric", None):
+                raise ValueError("--gang-topology: needs --fabric (the HyperNodes the jobs keep to)")
+            parse_gang_topology(args.gang_topology)
+    except ValueError as e:
+        print(f"vcsched bench: {e}", file=sys.stderr)
         return 2
     try:
         res = run(args)
@@ -579,6 +640,12 @@ def add_parser(sub: Any) -> None:
                    help="numa-aware on: every node a Numatopology (static CPU manager, topology policy POLICY, "
                         "--numa-nodes NUMA nodes), every pod Guaranteed (CPU rounded up to whole CPUs) asking POLICY")
     p.add_argument("--numa-nodes", type=int, default=2, metavar="N", help="with --numa: NUMA nodes per node (default 2)")
+    p.add_argument("--fabric", metavar="NxM",
+                   help="a two-tier switch tree as HyperNodes: N nodes per leaf switch (tier 1), M leaves per spine "
+                        "(tier 2), with network-topology-aware beside nodeorder")
+    p.add_argument("--gang-topology", metavar="MODE",
+                   help="with --fabric: every job's PodGroup with networkTopology MODE, hard:TIER (highestTierAllowed "
+                        "TIER) or soft")
     p.add_argument("--conf", help="a volcano-scheduler.conf file (default: the built-in one)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.set_defaults(run=bench)
