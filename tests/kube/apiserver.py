@@ -21,7 +21,9 @@ Kubernetes requests itself:
 - merge patches (RFC 7386); strategic merge patches merge ``conditions`` by type;
 - injected faults: an HTTP status or a delay or a gate the test opens (after
   which the request still takes effect, like a reply lost to a client timeout,
-  even when the client has disconnected meanwhile) for matching requests.
+  even when the client has disconnected meanwhile) for matching requests; a
+  fault's ``effect`` is the change the status stands for (another client's
+  write), made in the store before the status is answered.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class Fault:
     hits: int = 0
     released: int = 0  # hits whose delay is over
     gate: asyncio.Event | None = None  # hold the request until the test sets it (then as for a delay)
+    # what another client did that the status answers for (a 409's winning write), applied just before
+    # the status goes out: whoever reads after the reply sees it, as on a real API server
+    effect: Callable[[], Any] | None = None
 
 
 @dataclass
@@ -166,8 +171,8 @@ class ApiServer(KubernetesEmulator):
         self._emit((group, plural), "DELETED", self._stamp(obj))
 
     def fail(self, match: Callable[[Request], bool], status: int = 0, delay: float = 0.0, times: int = 1,
-             gate: asyncio.Event | None = None) -> Fault:
-        f = Fault(match, status, delay, times, gate=gate)
+             gate: asyncio.Event | None = None, effect: Callable[[], Any] | None = None) -> Fault:
+        f = Fault(match, status, delay, times, gate=gate, effect=effect)
         self.faults.append(f)
         return f
 
@@ -229,6 +234,8 @@ class ApiServer(KubernetesEmulator):
                     held.add_done_callback(self._held_tasks.discard)
                     return await asyncio.shield(held)
                 f.released += 1
+                if f.effect is not None:
+                    f.effect()
                 if f.status:
                     return _status(f.status, "Injected", f"injected {f.status}")
                 break
@@ -239,6 +246,8 @@ class ApiServer(KubernetesEmulator):
         if f.gate is not None:
             await f.gate.wait()
         f.released += 1
+        if f.effect is not None:
+            f.effect()
         if f.status:
             return _status(f.status, "Injected", f"injected {f.status}")
         return await self._answer(request)

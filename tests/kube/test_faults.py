@@ -21,13 +21,17 @@ async def test_409_on_bind_means_bound_elsewhere_no_second_bind(api, start):
     cluster(api, nodes=1)
     api.put(podgroup("pg1"))
     p = api.put(pod("p1", "pg1"))
-    # someone else binds p1 between our list and our bind: the API answers 409
-    api.fail(lambda r: is_bind(r), status=409)
+    # someone else binds p1 between our list and our bind: the API holds p1 on n0 by the time it answers
+    # our bind 409 (the other binder's write is made with the 409, not after it: made later, a session
+    # could see p1 pending again in between and bind it, which is right for a pod nobody bound)
+    api.fail(lambda r: is_bind(r), status=409,
+             effect=lambda: api.update("", "pods", "default", "p1", {"spec": {"nodeName": "n0"}}))
     rt = await start()
     await eventually(lambda: bind_posts(api), "a bind attempt")
     await eventually(lambda: p["metadata"]["uid"] not in rt.feeder.assumed, "resynced")
+    # the resync took the API's word: p1 runs on n0 in the cache
+    assert rt.cache.tasks[p["metadata"]["uid"]].node_name == "n0"
     # let sessions run: the pod is not bound a second time
-    api.update("", "pods", "default", "p1", {"spec": {"nodeName": "n0"}})
     n = rt.sessions
     await eventually(lambda: rt.sessions >= n + 5, "more sessions")
     assert len(bind_posts(api)) == 1
