@@ -26,7 +26,7 @@ from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.sub_job import NetworkTopology, SubGroupPolicy
-from .api.types import COMPLETED_STATUS
+from .api.types import COMPLETED_STATUS, TaskStatus
 from .framework.session import Snapshot
 
 log = structlog.get_logger("vcsched.cache")
@@ -144,6 +144,10 @@ class Cache:
         # (Volcano's NamespaceCollection): what the pdb and resourcequota plugins read
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.namespaces: dict[str, NamespaceInfo] = {}
+        # settled jobs' clones a completed session left as they were, reused by the next snapshot when
+        # the cache has not changed the job since (keep_clones; ``vcsched run`` only)
+        self._reusable: dict[str, JobInfo] = {}
+        self._changed_jobs: set[str] = set()
         # resource.k8s.io DeviceClasses, ResourceSlices, ResourceClaims and their templates (api/dra_cache.py)
         self.dra = DraCache()
         # each node's measured load, as the metrics source last reported it (usage, rescheduling)
@@ -168,6 +172,7 @@ class Cache:
     def set_device_builder(self, devices: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> None:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
+        self._reusable.clear()  # requests are counted again
         ignored = frozenset(getattr(devices, "ignored", ()))
         changed, self.ignored = ignored != self.ignored, ignored
         if changed:
@@ -248,6 +253,7 @@ class Cache:
         if old is not None:
             self._remove_task(old)
         self.tasks[task.uid] = task
+        self._changed_jobs.add(task.job)
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -263,6 +269,7 @@ class Cache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self.tasks.pop(task.uid, None)
+        self._changed_jobs.add(task.job)
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task(task)
@@ -289,6 +296,7 @@ class Cache:
         if job is None:
             job = self.jobs[pg.key] = JobInfo(pg.key)
         job.set_podgroup(pg, self.default_queue)
+        self._changed_jobs.add(pg.key)
 
     update_podgroup = add_podgroup
 
@@ -301,6 +309,7 @@ class Cache:
         if job is None or job.podgroup is None:
             return
         pg = job.podgroup
+        self._changed_jobs.add(key)
         pg.phase, pg.running, pg.succeeded, pg.failed = phase, running, succeeded, failed
         pg.conditions = [dict(c) for c in conditions]
 
@@ -308,6 +317,7 @@ class Cache:
         job = self.jobs.get(key)
         if job is None:
             return
+        self._changed_jobs.add(key)
         job.podgroup = None
         if not job.tasks:
             del self.jobs[key]
@@ -426,9 +436,11 @@ class Cache:
     def add_priority_class(self, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
         self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
+        self._reusable.clear()  # a job's priority may change
 
     def delete_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
+        self._reusable.clear()
 
     # -- snapshot -----------------------------------------------------------------------------------
 
@@ -445,6 +457,8 @@ class Cache:
         """Clones of the ready nodes, every job with a PodGroup and a known queue, and all queues."""
         jobs: dict[str, JobInfo] = {}
         clones: dict[str, TaskInfo] = {}
+        reusable, changed = self._reusable, self._changed_jobs
+        self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
         for uid, job in self.jobs.items():
             if job.podgroup is None:
                 continue
@@ -454,7 +468,9 @@ class Cache:
                     log.warning("PodGroup names a queue that does not exist; its pods wait until it does",
                                 podgroup=uid, field="spec.queue", queue=job.queue)
                 continue
-            c = job.clone()
+            c = reusable.get(uid)
+            if c is None or uid in changed:
+                c = job.clone()
             c.priority = self.job_priority(job)
             jobs[uid] = c
             clones.update(c.tasks)
@@ -474,4 +490,47 @@ class Cache:
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
                         dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies))
 
+    def keep_clones(self, jobs: Mapping[str, JobInfo], opened: Mapping[str, Any], touched: set[str],
+                    touched_pods: frozenset[str] | set[str] = frozenset()) -> None:
+        """After a completed session over a snapshot: the clones of its settled jobs (PodGroup Running or
+        Completed, every task Bound, Running, Succeeded or Failed, no fit errors, no network topology, no
+        HyperNode kept) that its effects do not name (``touched``: the PodGroups of status writes and
+        events; ``touched_pods``: uids and namespace/names of the pods of binds, evictions, conditions
+        and events) are as the session found them, once their PodGroup conditions are put back to those
+        it opened with (``opened``: the session's ``pod_group_old_state``, conditions by reference): the
+        next snapshot reuses each one whose job the cache has not changed since.
 
+        A session's writes to a job either change its status (a PodGroupStatus effect), its tasks (a
+        Bind or Evict, which leaves a task Binding or Releasing) or concern a waiting job (Events,
+        PodConditions); a settled job it left unnamed is the clone the cache would give again.  What the
+        cache changes (a pod's or PodGroup's update, a status written, a priority class or the device
+        configuration) makes a fresh clone.  Safe to call from the session's thread: it reads only the
+        session's clones."""
+        keep: dict[str, JobInfo] = {}
+        for uid, job in jobs.items():
+            pg = job.podgroup
+            if pg is None or pg.phase not in _SETTLED_PHASES or uid in touched:
+                continue
+            old = opened.get(uid)
+            unsettled = False
+            for status, tasks in job.by_status.items():
+                if tasks and status not in _SETTLED_TASKS:
+                    unsettled = True
+                    break
+            if (unsettled or old is None or old[0] != pg.phase or old[1] != pg.running or old[2] != pg.succeeded
+                    or old[3] != pg.failed or job.nodes_fit_errors or job.job_fit_errors or job.network_topology is not None
+                    or job.allocated_hypernode or job.min_sub_jobs):
+                continue
+            if touched_pods and any(t.uid in touched_pods or f"{t.namespace}/{t.name}" in touched_pods
+                                    for t in job.tasks.values()):
+                continue
+            job._sub_jobs = None  # built when asked for, as on a fresh clone
+            # the conditions it opened with, which the cache holds: gang gives every job a new one each
+            # session, equal but for its transitionID and time (else a status write would name the job)
+            pg.conditions = list(old[4])
+            keep[uid] = job
+        self._reusable = keep
+
+
+_SETTLED_PHASES = ("Running", "Completed")
+_SETTLED_TASKS = frozenset((TaskStatus.Bound, TaskStatus.Running, TaskStatus.Succeeded, TaskStatus.Failed))

@@ -134,6 +134,28 @@ def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
     return 0
 
 
+def _conditions_compared(conditions) -> tuple:
+    """The conditions as PodGroup.status_tuple compares them: times and transition IDs ignored."""
+    return tuple(
+        tuple(sorted((k, str(v)) for k, v in c.items() if k not in ("lastTransitionTime", "transitionID")))
+        for c in conditions
+    )
+
+
+def _status_changed(old: tuple | None, pg) -> bool:
+    """Whether ``pg``'s status differs from ``old`` (phase, counts, conditions at open) as
+    ``PodGroup.status_tuple`` compares them."""
+    if old is None:
+        return True
+    phase, running, succeeded, failed, conditions = old
+    if (phase, running, succeeded, failed) != (pg.phase, pg.running, pg.succeeded, pg.failed):
+        return True
+    now = pg.conditions
+    if len(now) == len(conditions) and all(a is b for a, b in zip(conditions, now)):
+        return False
+    return _conditions_compared(conditions) != _conditions_compared(now)
+
+
 class Session:
     def __init__(self, snapshot: Snapshot, conf, plugin_classes: dict[str, type[Plugin]],
                  state: SchedulerState | None = None, now: float | None = None,
@@ -171,8 +193,12 @@ class Session:
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
         self.enabled_actions = set(conf.actions)
+        # each PodGroup's status at open, compared at close (_status_changed): the condition dicts are
+        # kept by reference, as no session edits one in place (PodGroup.clone), so an unchanged status
+        # costs no comparison of their contents
         self.pod_group_old_state = {
-            uid: (j.podgroup.status_tuple() if j.podgroup else None) for uid, j in self.jobs.items()
+            uid: ((pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)) if pg is not None else None)
+            for uid, j in self.jobs.items() for pg in (j.podgroup,)
         }
         # any pod with inter-pod (anti-)affinity terms makes labels part of a task's shape
         self.has_inter_pod_terms = any(
@@ -659,8 +685,7 @@ class Session:
         pg.running = job.count(TaskStatus.Running)
         pg.failed = job.count(TaskStatus.Failed)
         pg.succeeded = job.count(TaskStatus.Succeeded)
-        old = self.pod_group_old_state.get(job.uid)
-        written = old is None or old != pg.status_tuple()
+        written = _status_changed(self.pod_group_old_state.get(job.uid), pg)
         if written:
             self.effects.append(PodGroupStatus(
                 pg.namespace, pg.name, pg.phase, pg.running, pg.succeeded, pg.failed,

@@ -187,3 +187,23 @@ async def wait_for_work(trigger: CycleTrigger, period: float, coalesce: float, *
             await asyncio.wait(others, timeout=window)
         else:
             await asyncio.sleep(window)
+
+
+def touched_jobs(effects: list[Any]) -> tuple[set[str], set[str]]:
+    """What a session's effects name: the PodGroups (namespace/name) of status writes and events, and
+    the pods (uid, or namespace/name) of binds, evictions, conditions and events.  Those jobs' clones
+    are not reused by the next snapshot (Cache.keep_clones)."""
+    from ..framework.effects import Bind, Event, Evict, PodCondition, PodGroupStatus
+
+    groups: set[str] = set()
+    pods: set[str] = set()
+    for e in effects:
+        if isinstance(e, (Bind, Evict)):
+            pods.add(e.uid)
+        elif isinstance(e, PodGroupStatus):
+            groups.add(f"{e.namespace}/{e.name}")
+        elif isinstance(e, PodCondition):
+            pods.add(f"{e.namespace}/{e.name}")
+        elif isinstance(e, Event):
+            (groups if e.kind == "PodGroup" else pods).add(f"{e.namespace}/{e.name}")
+    return groups, pods

@@ -30,7 +30,8 @@ from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, pa
 from ..plugins.deviceshare import device_builder, deviceshare_args
 from ..plugins.deviceshare.config import DeviceShareArgs
 from ..plugins.deviceshare.mindcluster import MindClusterInfo, use_cluster_info_manager, watched_configmaps
-from ..framework.session import NodesToFind
+from ..framework.effects import Effect
+from ..framework.session import NodesToFind, Session, Snapshot
 from ..metrics import Metrics
 from ..scheduler import Scheduler, freeze_heap
 from .api import CONFIGMAPS, PODGROUPS, QUEUES, ApiError, KubeClient
@@ -39,7 +40,7 @@ from .leader import LeaderElector
 from .metrics_source import NodeMetricsCollector
 from .provisional import ProvisionalGroups
 from .sink import KubeSink, Retry
-from .cycles import CycleTrigger, wait_for_work
+from .cycles import CycleTrigger, touched_jobs, wait_for_work
 from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
 
 log = structlog.get_logger("vcsched.kube")
@@ -440,6 +441,13 @@ class Runtime:
     def owes_group(self, uid: str) -> bool:
         return self.feeder.owes_group(uid)
 
+    def _session(self, snapshot: Snapshot) -> tuple[Session, list[Effect]]:
+        """On the worker thread: the session, then the settled jobs it left as they were kept for the next
+        snapshot, which need not clone them again (Cache.keep_clones reads only the session's clones)."""
+        ssn, effects = self.scheduler.run_session(snapshot)
+        self.cache.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+        return ssn, effects
+
     async def run_session(self) -> None:
         if self.options.scheduler_conf:
             self.conf_source.load_file(self.options.scheduler_conf, initial=False)
@@ -449,7 +457,7 @@ class Runtime:
         generation = self.feeder.next_generation()
         self.trigger.take()  # a change from now on starts the next cycle
         snapshot = self.cache.snapshot()
-        ssn, effects = await asyncio.to_thread(self.scheduler.run_session, snapshot)
+        ssn, effects = await asyncio.to_thread(self._session, snapshot)
         self.scheduler.publish(ssn)
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():

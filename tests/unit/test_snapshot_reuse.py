@@ -1,0 +1,197 @@
+"""Incremental snapshots (issue 25): a settled job's clone, left as it was by a session, is reused by the
+next snapshot, and no session decides otherwise for it.
+
+Two caches are fed the same cluster and the same changes between sessions (new pods and gangs, pods
+finishing or deleted, a PodGroup's spec changed, a node added); one reuses clones
+(``Cache.keep_clones``, as ``vcsched run`` does), the other clones everything (as ``simulate``); every
+session's effects must be equal, and the reusing cache must really have reused clones.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+
+from vcsched.cache import Cache
+from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from vcsched.framework.effects import Bind, PodGroupStatus
+from vcsched.kube.cycles import touched_jobs
+from vcsched.scheduler import Scheduler
+
+EPOCH = 1_700_000_000
+PREEMPTING = DEFAULT_SCHEDULER_CONF.replace('actions: "enqueue, allocate, backfill"',
+                                            'actions: "enqueue, allocate, preempt, reclaim, backfill"')
+
+
+def ts(t: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(EPOCH + t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class World:
+    """The manifests both caches are fed, and the changes made to them."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.rv = 0
+        self.t = 0
+        self.pods: dict[str, dict] = {}
+        self.pgs: dict[str, dict] = {}
+        self.nodes: list[dict] = []
+        self.jobs = 0
+
+    def stamp(self, obj: dict) -> dict:
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        return obj
+
+    def node(self) -> dict:
+        name = f"n{len(self.nodes)}"
+        n = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+             "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "20"}}}
+        self.nodes.append(n)
+        return self.stamp(n)
+
+    def job(self, size: int, priority: str = "") -> list[dict]:
+        self.jobs += 1
+        self.t += 1
+        name = f"j{self.jobs}"
+        pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": name, "namespace": "ns", "uid": f"pg-{name}", "creationTimestamp": ts(self.t)},
+              "spec": {"minMember": size, "queue": "default", **({"priorityClassName": priority} if priority else {})},
+              "status": {"phase": "Pending"}}
+        self.pgs[f"ns/{name}"] = pg
+        out = [self.stamp(pg)]
+        cpu = self.rng.choice(["500m", "1", "2"])
+        for i in range(size):
+            p = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"{name}-{i}", "namespace": "ns", "uid": f"u-{name}-{i}",
+                              "creationTimestamp": ts(self.t),
+                              "annotations": {"scheduling.k8s.io/group-name": name}},
+                 "spec": {"schedulerName": "volcano", **({"priorityClassName": priority} if priority else {}),
+                          "containers": [{"name": "c", "image": "i",
+                                          "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                 "status": {"phase": "Pending"}}
+            self.pods[p["metadata"]["uid"]] = p
+            out.append(self.stamp(p))
+        return out
+
+    def bind(self, e: Bind) -> dict:
+        p = self.pods[e.uid]
+        p["spec"]["nodeName"] = e.node
+        p["status"]["phase"] = "Running"
+        return self.stamp(p)
+
+
+def feed(cache: Cache, obj: dict) -> None:
+    if obj["kind"] == "Node":
+        cache.update_node(obj)
+    elif obj["kind"] == "PodGroup":
+        cache.update_podgroup(obj)
+    elif obj["kind"] == "Pod":
+        cache.update_pod(obj)
+
+
+def apply(cache: Cache, world_obj: list[dict], effects: list) -> None:
+    for e in effects:
+        if isinstance(e, PodGroupStatus):
+            cache.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
+                                      e.conditions)
+    for obj in world_obj:
+        feed(cache, obj)
+
+
+@pytest.mark.parametrize("conf_text", [DEFAULT_SCHEDULER_CONF, PREEMPTING], ids=["default", "preempt-reclaim"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
+    world = World(seed)
+    caches = [Cache(), Cache()]  # [reusing, cloning everything]
+    setup = [*(world.node() for _ in range(6))]
+    for c in caches:
+        c.add_priority_class({"metadata": {"name": "high"}, "value": 1000})
+        for q in ("root", "default"):
+            c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
+                         "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
+    for _ in range(12):
+        setup += world.job(world.rng.choice([1, 1, 1, 2, 3]))
+    for c in caches:
+        for obj in setup:
+            feed(c, obj)
+    conf = parse_conf(conf_text)
+    schedulers = [Scheduler(c, conf) for c in caches]
+    reused_total = 0
+    previous: dict[str, object] = {}
+    for cycle in range(14):
+        results = []
+        for i, (c, s) in enumerate(zip(caches, schedulers)):
+            snap = c.snapshot()
+            if i == 0:
+                reused_total += sum(1 for uid, j in snap.jobs.items() if previous.get(uid) is j)
+                previous = dict(snap.jobs)
+            ssn, effects = s.run_session(snap, now=EPOCH + 100 + cycle, uid=f"session-{cycle}")
+            if i == 0:
+                c.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+            s.publish(ssn)
+            results.append(effects)
+        assert results[0] == results[1], f"cycle {cycle}: the sessions decided differently"
+        # what the API would show next: the binds, then the world's own changes
+        changes = [world.bind(e) for e in results[1] if isinstance(e, Bind)]
+        rng = world.rng
+        running = [u for u, p in world.pods.items() if p["status"]["phase"] == "Running"]
+        if running and rng.random() < 0.6:
+            done = world.pods[rng.choice(running)]
+            done["status"]["phase"] = rng.choice(["Succeeded", "Failed"])
+            changes.append(world.stamp(done))
+        if rng.random() < 0.5:
+            changes += world.job(rng.choice([1, 2, 4]), priority=rng.choice(["", "", "high"]))
+        if rng.random() < 0.2:
+            changes.append(world.node())
+        if rng.random() < 0.2 and world.pgs:
+            key = rng.choice(sorted(world.pgs))
+            world.pgs[key]["spec"]["minMember"] = max(1, world.pgs[key]["spec"]["minMember"] - 1)
+            changes.append(world.stamp(world.pgs[key]))
+        deleted = None
+        if running and rng.random() < 0.2:
+            deleted = rng.choice(running)
+        for c, effects in zip(caches, results):
+            apply(c, changes, effects)
+            if deleted is not None:
+                c.delete_pod(deleted)
+        if deleted is not None:
+            world.pods.pop(deleted)
+    assert reused_total > 0, "no clone was ever reused: the comparison proves nothing"
+
+
+def test_a_job_the_cache_changed_is_cloned_again():
+    world = World(7)
+    c = Cache()
+    for q in ("root", "default"):
+        c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
+                     "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for obj in [world.node(), *world.job(1)]:
+        feed(c, obj)
+    s = Scheduler(c, parse_conf(DEFAULT_SCHEDULER_CONF))
+    for _ in range(3):  # bound, then Running: settled, and a session that writes nothing for it
+        ssn, effects = s.run_session(c.snapshot())
+        for e in effects:
+            if isinstance(e, Bind):
+                feed(c, world.bind(e))
+            elif isinstance(e, PodGroupStatus):
+                c.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
+                                      e.conditions)
+    assert touched_jobs(effects) == (set(), set())
+    c.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+    kept = ssn.jobs["ns/j1"]
+    assert c.snapshot().jobs["ns/j1"] is kept  # reused
+    ssn, effects = s.run_session(c.snapshot())
+    c.keep_clones(ssn.jobs, ssn.pod_group_old_state, set())
+    again = ssn.jobs["ns/j1"]
+    pod = world.pods["u-j1-0"]
+    pod["status"]["phase"] = "Succeeded"
+    feed(c, world.stamp(pod))  # the pod finished: the job changed
+    fresh = c.snapshot().jobs["ns/j1"]
+    assert fresh is not again and fresh.count(fresh.tasks["u-j1-0"].status) == 1
