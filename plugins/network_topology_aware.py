@@ -84,25 +84,51 @@ class NetworkTopologyAwarePlugin(Plugin):
         self.usage: dict[str, HyperNodeUsage] = {}
         self.topology: SessionTopology | None = None
         self.min_tier = self.max_tier = 0
+        # HyperNodes holding every node of the session: their bin-packing term is the same for every
+        # node, so it is left out of the normal-pod node score (the order of nodes does not change)
+        self.uniform: frozenset[str] = frozenset()
+        self.session: Session | None = None
+        self.tier_weights: list[tuple[int, float]] = []
+        self.total_tier_weight = 0.0
 
     def on_session_open(self, ssn: Session) -> None:
         topo = self.topology = ssn.topology
         self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
+        # (tier, fading^(tier−1)) for every tier from the lowest to the cluster top, and their sum
+        self.tier_weights = [(t, _power(self.fading, t - 1)) for t in range(self.min_tier, self.max_tier + 1)]
+        self.total_tier_weight = sum(w for _, w in self.tier_weights)
         self.usage = {name: HyperNodeUsage(h.nodes) for name, h in topo.hypernodes.items()}
+        self.session = ssn
+        everywhere = len(ssn.node_list)
+        self.uniform = frozenset(name for name, h in topo.hypernodes.items() if len(h.node_names) == everywhere)
         ssn.add(Point.HYPERNODE_ORDER, self.name, lambda sj, names: self.hypernode_order(ssn, sj, names))
         ssn.add(Point.BATCH_NODE_ORDER, self.name, NodeScorer(self, ssn))
+        if self.normal_pods and len(self.uniform) < len(topo.hypernodes):
+            ssn.add(Point.NODE_ORDER, self.name, self.normal_node_score)
         ssn.add(Point.HYPERNODE_GRADIENT_FOR_JOB, self.name, self.job_gradients)
         ssn.add(Point.HYPERNODE_GRADIENT_FOR_SUB_JOB, self.name, self.sub_job_gradients)
         ssn.add_event_handler(EventHandler(allocate=lambda t: self._use(t, 1), deallocate=lambda t: self._use(t, -1)))
 
     def _use(self, task: TaskInfo, sign: int) -> None:
-        usage = self.usage
+        usage, uniform = self.usage, self.uniform
+        touched: SessionHyperNode | None = None  # the largest HyperNode whose use, not every node's, moved
         for name in self.topology.holders(task.node_name):
             used = usage[name].used
             if sign > 0:
                 used.add(task.resreq)
             else:
                 used.sub(task.resreq)
+            if name not in uniform:
+                h = self.topology.hypernodes[name]
+                if touched is None or len(h.node_names) > len(touched.node_names):
+                    touched = h
+        if touched is not None and self.normal_pods:
+            # the normal-pod scores of its other nodes moved: the node search re-scores them
+            changes = self.session.node_changes
+            for n in touched.nodes:
+                if n.name != task.node_name:
+                    n.touch()
+                    changes.append(n.index)
 
     # -- gradients -----------------------------------------------------------------------------
 
@@ -258,30 +284,38 @@ class NetworkTopologyAwarePlugin(Plugin):
                 scores[name] += share
         return scores
 
+    def normal_node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """``batchNodeOrderFnForNormalPods`` for one node: its score depends on that node's HyperNodes
+        alone, so the node search may share it between pods of one shape.  The terms of HyperNodes
+        holding every node (the same for all) are left out.  0 for a pod with a network topology (the
+        batch scorer's) and for a pod of no job."""
+        job = self.session.jobs.get(task.job)
+        if job is None:
+            return 0.0
+        if job.network_topology is not None or job.contains_sub_job_policy:
+            sj = job.sub_job_of(task)
+            if sj is not None and sj.with_network_topology:
+                return 0.0
+        return self._scaled(self._normal_score(task, node.name, self.uniform))
+
     def normal_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """``batchNodeOrderFnForNormalPods``: the HyperNodes' bin packing at every tier, faded by tier."""
-        topo = self.topology
-        tiers = range(self.min_tier, self.max_tier + 1)
-        weights = {t: _power(self.fading, t - 1) for t in tiers}
-        total_weight = sum(weights.values())
+        return {n.name: self._normal_score(task, n.name) for n in nodes}
+
+    def _normal_score(self, task: TaskInfo, node: str, skip: frozenset[str] = frozenset()) -> float:
+        weights, total_weight = self.tier_weights, self.total_tier_weight
         if total_weight <= 0:
-            return {}
-        per_hypernode: dict[str, float] = {}
+            return 0.0
         request = {name: task.resreq.get(name) for name in task.resreq.resource_names() if name in self.binpack}
-        scores: dict[str, float] = {}
-        for n in nodes:
-            total = 0.0
-            held = topo.holder_by_tier(n.name)
-            for t in tiers:
-                name = held.get(t)
-                score = 1.0  # a node in no HyperNode of this tier counts in full
-                if name is not None:
-                    score = per_hypernode.get(name)
-                    if score is None:
-                        score = per_hypernode[name] = self._binpack(name, request)
-                total += weights[t] * score
-            scores[n.name] = total / total_weight
-        return scores
+        held = self.topology.holder_by_tier(node)
+        total = 0.0
+        for t, w in weights:
+            name = held.get(t)
+            if name is None:
+                total += w  # a node in no HyperNode of this tier counts in full
+            elif name not in skip:
+                total += w * self._binpack(name, request)
+        return total / total_weight
 
 
 class NodeScorer(BatchScorer):
@@ -300,24 +334,17 @@ class NodeScorer(BatchScorer):
         return job.sub_job_of(task)
 
     def applies(self, task: TaskInfo) -> bool:
+        """Pods with a network topology, once their SubJob runs somewhere (other pods are scored node by
+        node: ``normal_node_score``)."""
         sj = self._sub_job(task)
-        if sj is not None and sj.with_network_topology:
-            return bool(task.job_allocated_hypernode)
-        # a normal pod's score differs between nodes only when real HyperNodes split the cluster
-        return self.plugin.normal_pods and self.plugin.topology.has_real_hypernodes
+        return sj is not None and sj.with_network_topology and bool(task.job_allocated_hypernode)
 
     def score(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         plugin = self.plugin
-        if self.ssn.jobs.get(task.job) is None:
-            return {}
         sj = self._sub_job(task)
-        if sj is not None and sj.with_network_topology:
-            raw = plugin.topology_scores(task, sj, nodes)
-        elif plugin.normal_pods:
-            raw = plugin.normal_scores(task, nodes)
-        else:
+        if sj is None or not sj.with_network_topology:
             return {}
-        return {name: plugin._scaled(s) for name, s in raw.items()}
+        return {name: plugin._scaled(s) for name, s in plugin.topology_scores(task, sj, nodes).items()}
 
 
 def _power(base: float, exponent: int) -> float:

@@ -100,6 +100,11 @@ class NodeInfo:
                 d.add_pod(task)
         self.generation += 1
 
+    def touch(self) -> None:
+        """Something a score of this node depends on changed elsewhere (its HyperNode's use, say):
+        what was worked out for it is to be worked out again."""
+        self.generation += 1
+
     def remove_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
         if t is None:

@@ -166,9 +166,9 @@ class SimCluster:
             pod["metadata"].setdefault("annotations", {})[GROUP_NAME_ANNOTATION] = pg["metadata"]["name"]
 
     def _check_topology_tiers(self, hypernodes: dict[str, Any], sources: dict[str, Manifest]) -> None:
-        """A network topology must name a tier that exists: ``highestTierName`` one of the HyperNodes'
-        ``tierName``s, ``highestTierAllowed`` no lower than the lowest tier (else no HyperNode could hold
-        the job, and it would wait forever)."""
+        """A hard network topology must name a tier that exists: ``highestTierName`` one of the
+        HyperNodes' ``tierName``s, ``highestTierAllowed`` no lower than the lowest tier (else no HyperNode
+        could hold the job, and it would wait forever).  Soft mode ignores the tier."""
         names = {h.tier_name for h in hypernodes.values() if h.tier_name}
         lowest = min((h.tier for h in hypernodes.values()), default=None)
         for kind, objects in (("PodGroup", self.podgroups), ("Job", self.jobs)):
@@ -184,6 +184,8 @@ class SimCluster:
                     if not isinstance(nt, dict):
                         continue
                     problem, where = None, ""
+                    if nt.get("mode", "hard") != "hard":
+                        continue  # soft mode takes no tier: the lowest that holds the job, else anywhere
                     name, tier = nt.get("highestTierName"), nt.get("highestTierAllowed")
                     if name and name not in names:
                         known = ", ".join(sorted(names)) or "none"
