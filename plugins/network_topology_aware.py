@@ -89,6 +89,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         self.uniform: frozenset[str] = frozenset()
         self.session: Session | None = None
         self.tier_weights: list[tuple[int, float]] = []
+        self.requests: dict[str, dict[str, float]] = {}  # what each SubJob's tasks ask, by weighted resource
         self.total_tier_weight = 0.0
 
     def on_session_open(self, ssn: Session) -> None:
@@ -212,11 +213,13 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     def hypernode_order(self, ssn: Session, sj: SubJobInfo, names: list[str]) -> dict[str, float]:
         """``HyperNodeOrderFn``: bin packing of the SubJob's requests, ties broken by its tasks there."""
-        request: dict[str, float] = {}
-        for t in sj.tasks.values():
-            for name in t.resreq.resource_names():
-                if name in self.binpack:
-                    request[name] = request.get(name, 0.0) + t.resreq.get(name)
+        request = self.requests.get(sj.uid)
+        if request is None:  # all the SubJob's tasks, placed or not (a session does not add or drop tasks)
+            request = self.requests[sj.uid] = {}
+            for t in sj.tasks.values():
+                for name in t.resreq.resource_names():
+                    if name in self.binpack:
+                        request[name] = request.get(name, 0.0) + t.resreq.get(name)
         scores = {name: self._binpack(name, request) for name in names}
         best = max(scores.values(), default=0.0)
         tied = [name for name, s in scores.items() if s == best]
