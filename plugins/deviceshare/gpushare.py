@@ -126,6 +126,9 @@ class GpuShareDevices(NodeDevices):
         """Whole cards by the device topology: (positions, topology score) or the reason they do not fit."""
         idle = self._idle_cards()
         topo = self.topology
+        if req.number == 1 and idle and req.topology != topology.PAIRSCORE:
+            # one card: Volcano's (the first idle); the score keeps domains a pending bigger request needs
+            return [idle[0]], topology.single_score(topo, idle[0], idle, self.family.pending_cards, req.topology)
         if topo is None:
             return (idle[:req.number], topology.no_topology_score(req.topology)) if len(idle) >= req.number else None
         required = req.topology == topology.REQUIRED

@@ -446,7 +446,13 @@ class AscendHAMiDevices(NodeDevices):
                     break  # Volcano appends before it checks: a count of 0 still takes one device
             if remaining > 0:
                 return StatusCode.Unschedulable, self._shortfall(c, memreq, req.hami_core, len(chosen), taken, ordered)
-            if req.topology and c.nums > 0:
+            if req.topology and c.nums == 1 and req.topology != topology.PAIRSCORE:
+                # one NPU: the kind's own order; the score keeps domains a pending bigger request needs
+                chosen = _by_network(c.nums, chosen) if need_topology else chosen[:1]
+                untouched = [i for i, d in enumerate(self.devices) if d.used == 0]
+                self.tscore += topology.single_score(topo, self._pos[chosen[0].id], untouched,
+                                                     self.family.pending_cards, req.topology)
+            elif req.topology and c.nums > 0:
                 if topo is None:
                     self.tscore += topology.no_topology_score(req.topology)
                     chosen = _by_network(c.nums, chosen) if need_topology else chosen[:c.nums]

@@ -262,6 +262,25 @@ def domains_line(topo: CardTopology, candidates: Sequence[int], n: int) -> str:
 # -- the node score -------------------------------------------------------------------------------------
 
 
+KEEP = 20.0  # the node score part for keeping a domain a pending bigger request needs
+
+
+def single_score(topo: CardTopology | None, card: int, untouched: Sequence[int], pending: int,
+                 policy: str) -> float:
+    """A one-card container: its card is chosen by the kind's own order (binpack, fragmentation…); the
+    node score only keeps whole the domains a pending bigger request needs: KEEP unless ``card`` takes
+    an untouched card of a domain that holds ``pending`` untouched cards and would not after."""
+    if policy == PAIRSCORE:
+        return 0.0
+    if topo is None or pending <= 1 or card not in untouched:
+        return KEEP
+    d = topo.domain_of[card]
+    if d < 0:
+        return KEEP
+    free = sum(1 for c in untouched if topo.domain_of[c] == d)
+    return 0.0 if free >= pending > free - 1 else KEEP
+
+
 def no_topology_score(policy: str) -> float:
     """The node score of a topology pod on a node without topology (none for ``pairscore``)."""
     return 0.0 if policy == PAIRSCORE else NO_TOPOLOGY_SCORE

@@ -572,7 +572,11 @@ class VGPUDevices(NodeDevices):
             if c.nums > len(self.devices):
                 err = f"no enough gpu cards on node {self.name}"
                 break
-            if req.topology and c.nums > 0:
+            single = c.nums == 1 and req.topology != topology.PAIRSCORE  # HAMi's rule picks one card too
+            if req.topology and single:
+                untouched = [d.index for d in self.devices if d.used_num == 0]
+                mark = len(taken)
+            if req.topology and c.nums > 0 and not single:
                 if topo is None:
                     tscore += topology.no_topology_score(req.topology)
                 else:
@@ -643,6 +647,9 @@ class VGPUDevices(NodeDevices):
                     taken = []
                 break
             per_container.append(devs)
+            if req.topology and single and len(taken) > mark:
+                tscore += topology.single_score(topo, taken[mark].device, untouched, self.family.pending_cards,
+                                                req.topology)
         if err is None and frag is not None and not commit:
             score = self.family.scorer.score(frag, self.gpu_key())  # on the tentative state, before the undo
         if err is not None or not commit:
@@ -727,7 +734,9 @@ class VGPUDevices(NodeDevices):
         # the memo holds for requests whose fit depends on GPU usage alone
         if not (req.allow or req.deny or req.group or req.rules) and self.mode == HAMI_CORE:
             key = self.family.scorer.key(ctx, req)
-            if req.topology and self.topology is not None:
+            if req.topology and self.topology is not None and (
+                    self.family.pending_cards > 1 or req.topology == topology.PAIRSCORE
+                    or any(c.nums > 1 for c in req.containers)):
                 # the topology score depends on which cards are free, not only on how many
                 key = (key, self.topology.domains, self.topology.links, self.family.pending_cards,
                        tuple((d.used_num, d.used_core, d.used_mem) for d in self.devices),
