@@ -25,7 +25,7 @@ SCHEDULER_ACCESS: tuple[Access, ...] = (
     Access("", "pods", ("delete",), "evictions by preempt and reclaim"),
     Access("", "pods/binding", ("create",), "binding a pod, with its device annotations inside the Binding"),
     Access("", "pods/status", ("patch",), "the PodScheduled condition and nominatedNodeName of waiting pods"),
-    Access("", "events", ("create", "patch"), "events on pods and PodGroups, as Volcano records them"),
+    Access("", "events", ("create", "patch"), "events on pods and PodGroups, as Volcano records them, and HyperNodes"),
     Access("", "configmaps", ("get", "list", "watch"), "the scheduler conf (hot reload), the device ConfigMaps and MindCluster's device-info ConfigMaps "
            "(mindx-dl, kube-system; by label, when AscendMindClusterVNPUEnable)"),
     Access("scheduling.k8s.io", "priorityclasses", ("get", "list", "watch"), "job and task priorities"),

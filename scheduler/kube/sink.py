@@ -61,7 +61,8 @@ class ClaimChanged(Exception):
 EVENT_QUEUE = 1000  # client-go's broadcaster queue length
 # client-go's EventSourceObjectSpamFilter: per source and object, a burst of 25 events, then one per 5 min
 SPAM_BURST, SPAM_QPS = 25, 1 / 300
-KIND_API_VERSION = {"Pod": "v1", "PodGroup": "scheduling.volcano.sh/v1beta1", "ConfigMap": "v1"}
+KIND_API_VERSION = {"Pod": "v1", "PodGroup": "scheduling.volcano.sh/v1beta1", "ConfigMap": "v1",
+                    "HyperNode": "topology.volcano.sh/v1alpha1"}
 
 
 def rfc3339(ts: float | None = None, micro: bool = False) -> str:
@@ -179,10 +180,12 @@ class EventRecorder:
         key = (kind, namespace, name, uid, type_, reason, message)
         now = rfc3339()
         seen = self._seen.get(key)
+        # a cluster-scoped object ("" namespace): its events live in default, as client-go writes them
+        ev_ns = namespace or "default"
         try:
             if seen is not None:
                 ev_name, count = seen
-                await self.client.request("PATCH", EVENTS.path(namespace, ev_name), content_type=MERGE_PATCH,
+                await self.client.request("PATCH", EVENTS.path(ev_ns, ev_name), content_type=MERGE_PATCH,
                                           body={"count": count + 1, "lastTimestamp": now})
                 self._seen[key] = (ev_name, count + 1)
                 self._seen.move_to_end(key)
@@ -193,18 +196,21 @@ class EventRecorder:
                 return
             # the event expired on the server: write a new one
         ev_name = f"{name}.{uuid.uuid4().hex[:16]}"
+        involved = {"kind": kind, "namespace": namespace, "name": name, "uid": uid,
+                    "apiVersion": KIND_API_VERSION.get(kind, "v1")}
+        if not namespace:
+            del involved["namespace"]
         body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": ev_name, "namespace": namespace},
-            "involvedObject": {"kind": kind, "namespace": namespace, "name": name, "uid": uid,
-                               "apiVersion": KIND_API_VERSION.get(kind, "v1")},
+            "metadata": {"name": ev_name, "namespace": ev_ns},
+            "involvedObject": involved,
             "reason": reason, "message": message, "type": type_,
             "source": {"component": self.component, **({"host": self.host} if self.host else {})},
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
             "reportingComponent": self.component, "reportingInstance": self.host,
         }
         try:
-            await self.client.request("POST", EVENTS.path(namespace), body=body)
+            await self.client.request("POST", EVENTS.path(ev_ns), body=body)
         except ApiError as e:
             warn_unless_denied(log, "event not recorded", e, reason=reason, object=f"{namespace}/{name}")
             return
@@ -454,6 +460,9 @@ class KubeSink:
         if kind == "PodGroup":
             job = self.feeder.cache.jobs.get(f"{namespace}/{name}")
             return job.podgroup.uid if job is not None and job.podgroup is not None else ""
+        if kind == "HyperNode":
+            hn = self.feeder.cache.hypernodes.get(name)
+            return hn.uid if hn is not None else ""
         return ""
 
     # -- bind ----------------------------------------------------------------------------------

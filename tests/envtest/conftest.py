@@ -291,7 +291,9 @@ tiers:
 """
 
 
-FORBIDDEN_MARKS = ("403", "Forbidden", "forbidden")
+# an ApiError's text is "403 Forbidden: ..."; ApiErrors logs "permission denied" once per resource and verb.
+# Not "403" alone: it turns up in ports and timestamps.
+FORBIDDEN_MARKS = ("Forbidden", "forbidden", "permission denied")
 
 
 def forbidden_lines(p: "Process") -> list[str]:
