@@ -4,9 +4,10 @@ ClusterRole allows, with ``network-topology-aware`` in its conf.
 
 - a Volcano Job in hard mode lands whole under one leaf, its PodGroup and pods written as usual;
 - with no leaf that has room, a hard job waits and the same job in soft mode spans the spine;
-- a job that runs keeps to its leaf when it grows, across a restart of the scheduler too (the leaf is
-  recovered from its pods' nodes);
-- a PodGroup's ``subGroupPolicy`` places each subgroup under one leaf;
+- a job that runs keeps to its leaf when it grows, in the same scheduler and across a restart (the leaf
+  is recovered from its pods' nodes);
+- a PodGroup's ``subGroupPolicy`` places each subgroup under one leaf, and so does a Volcano Job's
+  ``partitionPolicy`` (through the job controller's subgroup policy);
 - bad input the API server accepts: a ``highestTierName`` naming no tier (one InvalidNetworkTopology
   Warning event on the PodGroup), a member regex Go does not compile and a cycle of HyperNodes (a log line
   naming the HyperNode and one InvalidHyperNode Warning event on it, in ``default`` as for any
@@ -176,10 +177,11 @@ async def test_with_no_leaf_with_room_a_hard_job_waits_and_a_soft_one_spans_the_
     assert forbidden_lines(p) == []
 
 
-async def test_a_running_job_that_grows_keeps_to_its_leaf_across_a_restart(kube: Kube, vcsched: VcschedRunner):
-    """Two pods of 2 CPU, hard within tier 1, bound under one leaf; the scheduler is restarted (the job's
-    leaf is recovered from where its pods run), then eight more pods come: six fit the leaf's 12 free CPUs
-    and bind there; the last two wait, though the other leaf is empty."""
+@pytest.mark.parametrize("restart", [False, True], ids=["same-scheduler", "restarted"])
+async def test_a_running_job_that_grows_keeps_to_its_leaf(kube: Kube, vcsched: VcschedRunner, restart: bool):
+    """Two pods of 2 CPU, hard within tier 1, bound under one leaf; then eight more pods come: six fit the
+    leaf's 12 free CPUs and bind there; the last two wait, though the other leaf is empty. The same scheduler
+    keeps the job's leaf between sessions; a restarted one recovers it from where the job's pods run."""
     await kube.conf_map(NT_CONF)
     await fabric(kube)
     await kube.create(nt_podgroup("grow", 2, {"mode": "hard", "highestTierAllowed": 1}))
@@ -190,11 +192,13 @@ async def test_a_running_job_that_grows_keeps_to_its_leaf_across_a_restart(kube:
     (leaf,) = leaves(await kube.eventually(lambda: all_bound(kube, first), "the first two bound"))
     await kube.eventually(lambda: _phase(kube, "grow", "Running"), "the PodGroup Running")
     assert forbidden_lines(p) == []
-    p.kill()
+    if restart:
+        p.kill()
     more = [f"grow-{i}" for i in range(2, 10)]
     for n in more:
         await kube.create(pod(n, cpu="2", group="grow"))
-    p = vcsched.start()
+    if restart:
+        p = vcsched.start()
     await settle(kube, "marker", p)
     await kube.eventually(lambda: _bound_count(kube, more, 6), "six more bound")
     await settle(kube, "marker-2", p)
@@ -224,6 +228,31 @@ async def test_each_subgroup_lands_under_one_leaf(kube: Kube, vcsched: VcschedRu
         assert len(leaves(pods)) == 1, (part, [x["spec"]["nodeName"] for x in pods])
     created = await kube.podgroup("default", "parts")
     assert created["spec"]["subGroupPolicy"][0]["matchLabelKeys"] == ["part"]  # kept by the CRD's schema
+    assert forbidden_lines(p) == []
+
+
+async def test_each_partition_of_a_volcano_job_lands_under_one_leaf(kube: Kube, vcsched: VcschedRunner):
+    """A Volcano Job's task with a ``partitionPolicy`` (two partitions of four, each hard within tier 1): the
+    job controller writes one subgroup policy and labels the pods ``volcano.sh/partition-id``; each
+    partition's pods under one leaf."""
+    await kube.conf_map(NT_CONF)
+    await fabric(kube)
+    p = vcsched.start()
+    await kube.eventually(lambda: _queue_open(kube, "default"), "the default queue Open")
+    body = vcjob("parted", 8, "1", {"mode": "hard", "highestTierAllowed": 2})
+    body["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": 2, "partitionSize": 4, "minPartitions": 2,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    await kube.create(body)
+    pods = await kube.eventually(lambda: _job_pods_bound(kube, "parted", 8), "the eight workers bound")
+    by_partition: dict[str, list[dict]] = {}
+    for x in pods:
+        by_partition.setdefault(x["metadata"]["labels"]["volcano.sh/partition-id"], []).append(x)
+    assert sorted(by_partition) == ["0", "1"]
+    for part, members in by_partition.items():
+        assert len(members) == 4 and len(leaves(members)) == 1, (part, [x["spec"]["nodeName"] for x in members])
+    pg = await _podgroup_of_job(kube, "parted")
+    assert [sp["subGroupSize"] for sp in pg["spec"]["subGroupPolicy"]] == [4]
     assert forbidden_lines(p) == []
 
 
