@@ -229,6 +229,7 @@ class Session:
             ident = (pg.key, pg.uid, problem)
             now.add(ident)
             if ident not in warned:
+                log.warning("Failed to translate highestTierName, skip translation", job=job.uid, error=problem)
                 self.effects.append(Event("PodGroup", pg.namespace, pg.name, "Warning", "InvalidNetworkTopology",
                                           f"spec.networkTopology: {problem}; the job is scheduled without a tier limit"))
         self.state.topology_warnings = now

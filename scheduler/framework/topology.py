@@ -173,9 +173,9 @@ class SessionTopology:
             return ""
         tier = self.tier_names.get(nt.highest_tier_name)
         if tier is None:
-            problem = f"failed to find hypernode tier name {nt.highest_tier_name}"
-            log.warning("Failed to translate highestTierName, skip translation", job=job.uid, error=problem)
-            return problem
+            # Volcano logs "Failed to translate highestTierName, skip translation" every session; the
+            # session logs it once per problem, with its event
+            return f"failed to find hypernode tier name {nt.highest_tier_name}"
         nt.highest_tier_allowed = tier
         nt.highest_tier_name = ""
         return ""

@@ -280,6 +280,7 @@ async def test_a_tier_name_naming_no_tier_is_one_warning_event_and_the_job_runs_
     await settle(kube, "marker-1", p)
     events = await kube.events("default", reason="InvalidNetworkTopology")
     assert len(events) == 1 and events[0]["count"] == 1, "once per problem"
+    assert len(p.logged("Failed to translate highestTierName, skip translation")) == 1
     assert forbidden_lines(p) == []
 
 

@@ -59,13 +59,17 @@ def test_a_tier_name_naming_no_tier_is_one_warning_and_the_job_is_scheduled_with
     c = cluster()
     job(c, "pg", {"mode": "hard", "highestTierName": "nope"})
     s = scheduler(c)
-    first = s.run_once()
+    with structlog.testing.capture_logs() as logs:
+        first = s.run_once()
+        job(c, "other", None)
+        second = s.run_once()
     (warning,) = events(first, "InvalidNetworkTopology")
     assert (warning.kind, warning.namespace, warning.name, warning.type) == ("PodGroup", "default", "pg", "Warning")
     assert warning.message.startswith("spec.networkTopology: failed to find hypernode tier name nope")
     assert [e.name for e in first if isinstance(e, Bind)] == ["pg-0"]
-    job(c, "other", None)
-    assert not events(s.run_once(), "InvalidNetworkTopology")  # once per problem
+    assert not events(second, "InvalidNetworkTopology")  # once per problem, and one log line
+    said = [r for r in logs if r["event"] == "Failed to translate highestTierName, skip translation"]
+    assert len(said) == 1 and said[0]["job"] == "default/pg"
 
 
 def test_a_regex_that_does_not_compile_is_one_warning_on_its_hypernode_and_one_log_line():
