@@ -419,3 +419,52 @@ def test_hamis_pair_score_rule():
     pick = choose(topo, [0, 1, 2], 2, topology.PAIRSCORE)
     assert placement_score(topo, pick, [0, 1, 2], 2, 0, topology.PAIRSCORE) == 0.0
     assert placement_score(topo, pick, [0, 1, 2], 2, 0) > 0.0
+
+
+def test_a_job_split_into_fabric_sized_partitions_keeps_each_inside_one_fabric(simulate):
+    """Rack scale with subgroups: a Volcano Job of four 4-GPU workers whose task has ``partitionPolicy``
+    (partitions of two, two needed, each ``networkTopology: hard`` at tier 1) and the whole job within the
+    spine (tier 2).  The job controller writes the partitions as the PodGroup's subGroupPolicy; each
+    partition lands inside one NVLink fabric, never across the spine, though the fabrics' nodes come
+    interleaved (n1, n3 in nvl-a; n2, n4, n5 in nvl-b: in node order a partition would straddle them),
+    while the job as a whole spans both fabrics."""
+    nodes = "".join(dgx(n, 4, 4) for n in ("n1", "n2", "n3", "n4", "n5"))
+    tree = fabric("nvl-a", 1, ["n1", "n3"]) + fabric("nvl-b", 1, ["n2", "n4", "n5"]) + fabric(
+        "spine", 2, ["nvl-a", "nvl-b"], kind="HyperNode")
+    job = """
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: moe, namespace: default}
+spec:
+  schedulerName: volcano
+  minAvailable: 4
+  networkTopology: {mode: hard, highestTierAllowed: 2}
+  tasks:
+  - name: worker
+    replicas: 4
+    partitionPolicy:
+      totalPartitions: 2
+      partitionSize: 2
+      minPartitions: 2
+      networkTopology: {mode: hard, highestTierAllowed: 1}
+    template:
+      metadata:
+        annotations: {vcsched.io/device-topology-policy: required}
+      spec:
+        containers:
+        - name: c
+          image: trainer
+          resources:
+            limits: {volcano.sh/vgpu-number: 4, volcano.sh/vgpu-cores: 100}
+"""
+    code, out = simulate(nodes + tree + job, conf=RACK_CONF)
+    assert code == 0, out
+    fabric_of = {"n1": "nvl-a", "n3": "nvl-a", "n2": "nvl-b", "n4": "nvl-b", "n5": "nvl-b"}
+    where = {i: out["pods"][f"default/moe-worker-{i}"]["node"] for i in range(4)}
+    assert all(where.values()), where
+    partitions = [{fabric_of[where[0]], fabric_of[where[1]]}, {fabric_of[where[2]], fabric_of[where[3]]}]
+    assert all(len(p) == 1 for p in partitions), where  # each partition inside one fabric
+    assert partitions[0] | partitions[1] == {"nvl-a", "nvl-b"}  # no fabric holds four: the job spans both
+    (pg,) = out["podgroups"].values()
+    assert pg["hypernode"] == "spine"
