@@ -46,6 +46,7 @@ from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
 log = structlog.get_logger("vcsched.kube")
 
 CONF_KEY = "volcano-scheduler.conf"
+STALE_RECHECK = 0.05  # seconds between two looks at watches catching up
 
 @dataclass(slots=True)
 class RunOptions:
@@ -494,16 +495,18 @@ class Runtime:
                         log.debug("caches catching up; no session", kinds=stale)
                     else:
                         began = loop.time()
-                    await self.run_session()
+                        await self.run_session()
+                        self._cycle_seconds = loop.time() - began
                     self._session_done_at = loop.time()
-                    self._cycle_seconds = self._session_done_at - began
                 except LeadershipLost:
                     raise
                 except Exception:
                     log.exception("session failed")
                 lost = self.spawn(self.elector.lost.wait()) if self.elector is not None else None
                 others = [t for t in (stopping, lost) if t is not None]
-                if self.options.cycle_coalesce is None or stale:  # stale: on the clock until caught up
+                if stale:  # looked at again shortly: a watch between two streams is back in a round trip
+                    await asyncio.wait(others, timeout=min(self.options.schedule_period, STALE_RECHECK))
+                elif self.options.cycle_coalesce is None:
                     await asyncio.wait(others, timeout=self.options.schedule_period)
                 else:
                     window = max(self.options.cycle_coalesce, self.options.cycle_gap_ratio * self._cycle_seconds)

@@ -117,6 +117,9 @@ class Reflector:
         self.synced = asyncio.Event()
         self.failing_since: float | None = None  # monotonic time of the first failure since the last success
         self.opened_at: float | None = None  # when the server last accepted a watch
+        # a watch stream is open: between one stream's end and the server accepting the next, events may
+        # be missed (an API server restarted: the next answer may be a 410), so no session decides then
+        self.streaming = False
         self.relisting = False  # a watch answered 410 Gone: the store is stale until the list is in
         # optional: a kind a cluster may not serve (its CRD not installed), which is then taken as empty
         self.optional = optional
@@ -202,6 +205,7 @@ class Reflector:
 
     def _watching(self) -> None:
         self.opened_at = time.monotonic()  # the server accepted the watch
+        self.streaming = True
 
     # a resumed watch the server accepted and kept open this long without a 410 is up (a 410 comes at once)
     SETTLE = 1.0
@@ -217,14 +221,21 @@ class Reflector:
         return now - failed
 
     def current(self, now: float) -> bool:
-        """Listed, not relisting after a 410, and its watch up: what the store holds is what the API holds
-        but for events in flight."""
-        return self.synced.is_set() and not self.relisting and self.broken_for(now) == 0.0
+        """Listed, not relisting after a 410, and its watch up and streaming: what the store holds is what
+        the API holds but for events in flight."""
+        return (self.synced.is_set() and not self.relisting and (self.streaming or self.absent)
+                and self.broken_for(now) == 0.0)
 
     async def _watch(self) -> None:
         query = {"resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": int(self.watch_timeout), "fieldSelector": self.field_selector,
                  "labelSelector": self.label_selector}
+        try:
+            await self._stream(query)
+        finally:
+            self.streaming = False
+
+    async def _stream(self, query: dict[str, Any]) -> None:
         # a silent stream longer than the server's own timeout is a dead connection
         async for event in self.client.watch(self.kind.path(self.namespace), query, self.watch_timeout + 30,
                                              self._watching):

@@ -6,6 +6,7 @@ can have started the session that binds a pod.  Nothing here asserts on time.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import pytest
@@ -155,3 +156,28 @@ async def test_with_cycles_on_the_clock_only_a_change_starts_none(api, start):
     api.put(pod("p1", "pg1"))
     await eventually(lambda: rt.trigger.reasons["pod pending"] >= 1, "the pod seen")
     assert rt.sessions == 1 and not api.bindings
+
+
+@pytest.mark.asyncio
+async def test_no_cycle_decides_between_a_watch_streams_end_and_the_next_one(api, start):
+    """An API server restarted ends every watch; until the server has accepted a kind's next watch (whose
+    answer may be a 410: events were lost), what the cache holds of it may be stale: a pending pod's
+    creation starts no cycle that binds it then."""
+    cluster(api, nodes=1)
+    rt = await start(schedule_period=3600)
+    await eventually(lambda: rt.sessions >= 1, "the first session")
+    nodes = rt._watched[NODES]
+    await eventually(lambda: nodes.streaming, "the node watch open")
+    gate = asyncio.Event()
+    api.fail(lambda r: r.resource is not None and r.resource.plural == "nodes" and r.params.get("watch") == "true",
+             gate=gate)
+    api.drop_watches()
+    await eventually(lambda: not nodes.streaming, "the node watch ended")
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    await eventually(lambda: rt.trigger.reasons["pod pending"] >= 1, "the pod seen")
+    n = rt.sessions
+    await asyncio.sleep(0.3)  # cycles would have run by now; none may decide
+    assert rt.sessions == n and not api.bindings
+    gate.set()
+    await eventually(lambda: api.bindings, "p1 bound once the node watch is back")
