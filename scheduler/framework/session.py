@@ -151,9 +151,24 @@ def _status_changed(old: tuple | None, pg) -> bool:
     if (phase, running, succeeded, failed) != (pg.phase, pg.running, pg.succeeded, pg.failed):
         return True
     now = pg.conditions
-    if len(now) == len(conditions) and all(a is b for a, b in zip(conditions, now)):
+    if len(now) == len(conditions) and all(a is b or _same_condition(a, b) for a, b in zip(conditions, now)):
         return False
     return _conditions_compared(conditions) != _conditions_compared(now)
+
+
+_UNCOMPARED = ("lastTransitionTime", "transitionID")
+
+
+def _same_condition(a: dict, b: dict) -> bool:
+    """True when ``a`` and ``b`` have the same fields with equal values, times and transition IDs aside
+    (then their compared forms are equal too); False means only "not shown equal this way"."""
+    for k, v in a.items():
+        if k not in _UNCOMPARED and (k not in b or b[k] != v):
+            return False
+    for k in b:
+        if k not in _UNCOMPARED and k not in a:
+            return False
+    return True
 
 
 class Session:
