@@ -16,6 +16,7 @@ from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import TaskStatus
 from vcsched.framework.interface import Point
+from vcsched.framework.session import SchedulerState
 from vcsched.framework.stats import SessionStats
 
 
@@ -39,6 +40,8 @@ class FakeSession:
         self.registered: dict[Point, dict[str, Callable]] = {}
         self.handlers: list[Any] = []
         self.stats = SessionStats()
+        self.dra = None  # no Dynamic Resource Allocation objects, as a Session without them
+        self.state = SchedulerState()
 
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         self.registered.setdefault(point, {})[plugin] = fn

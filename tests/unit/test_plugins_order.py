@@ -74,7 +74,8 @@ def open_plugin(cls, ssn: FakeSession, args: dict[str, Any] | None = None):
 def test_priority_registers_its_points() -> None:
     ssn = FakeSession()
     open_plugin(PriorityPlugin, ssn)
-    assert set(ssn.registered) == {Point.TASK_ORDER, Point.JOB_ORDER, Point.PREEMPTABLE, Point.JOB_STARVING}
+    assert set(ssn.registered) == {Point.TASK_ORDER, Point.JOB_ORDER, Point.PREEMPTABLE, Point.UNIFIED_EVICTABLE,
+                                   Point.JOB_STARVING}
 
 
 def test_priority_task_and_job_order() -> None:

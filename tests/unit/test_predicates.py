@@ -116,9 +116,13 @@ def test_arguments_defaults_and_types() -> None:
 
 
 def test_registers_pre_predicate_predicate_and_the_dry_run_hooks() -> None:
+    hooks = {Point.PRE_PREDICATE, Point.PREDICATE, Point.CYCLE_STATE, Point.SIMULATE_ADD_TASK,
+             Point.SIMULATE_REMOVE_TASK, Point.SIMULATE_PREDICATE}
+    _, ssn = open_plugin([make_node("n1")], args={"predicate.DynamicResourceAllocationEnable": False})
+    assert set(ssn.registered) == hooks
+    # DRA on (its feature gate's default since Kubernetes 1.34): a pod's claims are part of its shape
     _, ssn = open_plugin([make_node("n1")])
-    assert set(ssn.registered) == {Point.PRE_PREDICATE, Point.PREDICATE, Point.CYCLE_STATE, Point.SIMULATE_ADD_TASK,
-                                   Point.SIMULATE_REMOVE_TASK, Point.SIMULATE_PREDICATE}
+    assert set(ssn.registered) == hooks | {Point.TASK_SHAPE}
 
 
 # -- pod count and abort order -------------------------------------------------------------------
