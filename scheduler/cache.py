@@ -24,8 +24,8 @@ from .api.pdb import PodDisruptionBudget, pdb_from
 from .api.pod_spec import Taint
 from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
-from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.sub_job import NetworkTopology, SubGroupPolicy
+from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.types import COMPLETED_STATUS, TaskStatus
 from .framework.session import Snapshot
 

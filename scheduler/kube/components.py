@@ -123,6 +123,8 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
+        if runtime is not None:
+            runtime.controllers_started()
         try:
             await run_controllers(controller_client, ctl_stop, options, metrics=metrics, handoff=runtime,
                                   health=health)

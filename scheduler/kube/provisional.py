@@ -68,13 +68,17 @@ class ProvisionalGroups:
         self.by_uid: dict[str, Provisional] = {}
         self.by_group: dict[str, Provisional] = {}
         self.predicted = self.confirmed = self.refused = 0
+        # whether this process's podgroup controller runs (Runtime.controllers_started): a standby's
+        # controllers wait for the Lease, so a prediction it made would never be confirmed, and a pod
+        # it saw would be decided, on leading, on a PodGroup the old leader may have made otherwise
+        self.active = False
 
     def predict(self, pod: Mapping[str, Any]) -> bool:
         """A pod first seen: when its PodGroup can be known now, it enters the cache and the pod joins
         it.  Whether it did."""
         meta = pod.get("metadata") or {}
         uid = meta.get("uid") or ""
-        if (not uid or uid in self.feeder.owed or uid in self.by_uid or meta.get("ownerReferences")
+        if (not self.active or not uid or uid in self.feeder.owed or uid in self.by_uid or meta.get("ownerReferences")
                 or meta.get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName")
                 or not needs_podgroup(pod, self.scheduler_names)
                 or network_topology(meta.get("annotations") or {}) is not None):
@@ -116,6 +120,13 @@ class ProvisionalGroups:
         status = {**(stored.get("status") or {}), "phase": pg.phase, "running": pg.running,
                   "succeeded": pg.succeeded, "failed": pg.failed, "conditions": [dict(c) for c in pg.conditions]}
         return {**stored, "status": status}
+
+    def carry_watched(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` from the PodGroup watch: while its prediction waits for the create's answer, with the
+        status the sessions gave the prediction (``carry_status``); else as it is."""
+        meta = obj.get("metadata") or {}
+        p = self.by_group.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}") if self.by_group else None
+        return obj if p is None else self.carry_status(p.uid, obj)
 
     def failed(self, uid: str) -> None:
         """The controller could not make the pod's PodGroup: nothing waiting on it goes out."""

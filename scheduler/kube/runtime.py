@@ -434,6 +434,12 @@ class Runtime:
             self.trigger.poke("podgroup given")
         return given
 
+    def controllers_started(self) -> None:
+        """The controllers run in this process from now on (as leader): bare pods seen from now on have
+        their PodGroups predicted (provisional.py)."""
+        if self.feeder.provisional is not None:
+            self.feeder.provisional.active = True
+
     def group_not_made(self, pod: Mapping[str, Any]) -> None:
         """The podgroup controller gave up on the pod's PodGroup: a prediction of it goes, unbound."""
         if self.feeder.provisional is not None:

@@ -368,6 +368,15 @@ class CacheFeeder:
         self.owed.pop(uid, None)
         self.cache.delete_pod(uid)
 
+    def podgroup(self, obj: dict[str, Any]) -> None:
+        """A watched PodGroup.  One predicted in process (provisional.py) can come from the watch before
+        the controller's create has answered (two connections): it keeps the status the sessions gave the
+        prediction, on its way to the API once that answer comes, as when the answer brings it
+        (Runtime.give_group); the API's status of the create would have the next cycle enqueue it again."""
+        if self.provisional is not None:
+            obj = self.provisional.carry_watched(obj)
+        self.cache.update_podgroup(obj)
+
     # -- groups told in process ------------------------------------------------------------
 
     def give_group(self, pod: Mapping[str, Any], podgroup: str) -> bool:
@@ -420,9 +429,11 @@ class CacheFeeder:
 
     def due_groups(self, generation: int) -> list[tuple[str, OwedGroup]]:
         """Owed annotations to PATCH now: given before snapshot ``generation``, not out yet, and the pod
-        not being bound (its Binding carries the annotation)."""
+        not being bound (its Binding carries the annotation) and watched already (a pod the controller
+        told of before this process's watch brought it is due after a session that saw it)."""
         return [(uid, o) for uid, o in self.owed.items()
-                if o.since < generation and not o.sent and not o.provisional and uid not in self.assumed]
+                if o.since < generation and not o.sent and not o.provisional and uid not in self.assumed
+                and uid in self.pods]
 
     def assume(self, uid: str, node: str, annotations: dict[str, str]) -> Assumed | None:
         """The pod is being bound: account it on ``node`` with its annotations (devices) right away.
@@ -473,7 +484,7 @@ class CacheFeeder:
         return {
             NODES: _Fn(c.update_node, lambda o: c.delete_node(o["metadata"]["name"])),
             PODS: _Fn(self.pod, self.pod_deleted),
-            PODGROUPS: _Fn(c.update_podgroup, lambda o: c.delete_podgroup(object_key(o))),
+            PODGROUPS: _Fn(self.podgroup, lambda o: c.delete_podgroup(object_key(o))),
             QUEUES: _Fn(c.update_queue, lambda o: c.delete_queue(o["metadata"]["name"])),
             PRIORITY_CLASSES: _Fn(c.add_priority_class, lambda o: c.delete_priority_class(o["metadata"]["name"])),
             HYPERNODES: _Fn(c.update_hypernode, lambda o: c.delete_hypernode(o["metadata"]["name"])),

@@ -85,7 +85,12 @@ def _pod_patches(kube: Kube) -> int:
 async def test_a_bound_bare_pod_gets_its_group_annotation_with_its_binding(kube: Kube, vcsched: VcschedRunner):
     """The podgroup controller hands the pod's group to the scheduler in the same process: the
     annotation Volcano's controller PATCHes goes out inside the Binding instead (one write less)."""
-    await kube.node("n0")
+    # room for the four pods however their cycles fall: each pod starts a cycle of its own (4432cac), often
+    # while the previous one's Binding is in flight, and overcommit (as Volcano's) counts such a pod twice,
+    # on its node and in its still-Inqueue group's minResources; on a 4-CPU node the fourth pod was then
+    # refused for that cycle ("resource in cluster is overused") and PATCHed. 8 CPUs: 3 used + 3 + 1 Inqueue
+    # fit under 8 x 1.2
+    await kube.node("n0", cpu="8")
     vcsched.start()
     # pods that come before the scheduler runs sessions (its caches not synced, or the default queue
     # not open yet) are passed by, and PATCHed: a marker pod bound first shows sessions are running

@@ -23,7 +23,8 @@ Kubernetes requests itself:
   which the request still takes effect, like a reply lost to a client timeout,
   even when the client has disconnected meanwhile) for matching requests; a
   fault's ``effect`` is the change the status stands for (another client's
-  write), made in the store before the status is answered.
+  write), made in the store before the status is answered; a ``reply_gate``
+  holds the reply of a request that has already taken effect.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class Fault:
     # what another client did that the status answers for (a 409's winning write), applied just before
     # the status goes out: whoever reads after the reply sees it, as on a real API server
     effect: Callable[[], Any] | None = None
+    # once the request has taken effect (its watch events out), its reply is held until the test sets
+    # this: the writer learns of its own write after the watchers do
+    reply_gate: asyncio.Event | None = None
 
 
 @dataclass
@@ -171,8 +175,9 @@ class ApiServer(KubernetesEmulator):
         self._emit((group, plural), "DELETED", self._stamp(obj))
 
     def fail(self, match: Callable[[Request], bool], status: int = 0, delay: float = 0.0, times: int = 1,
-             gate: asyncio.Event | None = None, effect: Callable[[], Any] | None = None) -> Fault:
-        f = Fault(match, status, delay, times, gate=gate, effect=effect)
+             gate: asyncio.Event | None = None, effect: Callable[[], Any] | None = None,
+             reply_gate: asyncio.Event | None = None) -> Fault:
+        f = Fault(match, status, delay, times, gate=gate, effect=effect, reply_gate=reply_gate)
         self.faults.append(f)
         return f
 
@@ -226,7 +231,7 @@ class ApiServer(KubernetesEmulator):
         for f in self.faults:
             if f.hits < f.times and f.match(request):
                 f.hits += 1
-                if f.delay or f.gate is not None:
+                if f.delay or f.gate is not None or f.reply_gate is not None:
                     # held, then carried out even if the client has gone meanwhile (a kube-apiserver
                     # does not undo a write because its client disconnected)
                     held = asyncio.ensure_future(self._held(f, request))
@@ -250,7 +255,10 @@ class ApiServer(KubernetesEmulator):
             f.effect()
         if f.status:
             return _status(f.status, "Injected", f"injected {f.status}")
-        return await self._answer(request)
+        reply = await self._answer(request)
+        if f.reply_gate is not None:
+            await f.reply_gate.wait()
+        return reply
 
     async def _answer(self, request: Request) -> aiohttp.web.StreamResponse:
         try:

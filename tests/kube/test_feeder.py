@@ -122,3 +122,18 @@ def test_a_group_given_before_the_pod_is_watched_falls_due_after_a_session_that_
     assert f.cache.tasks["u1"].job == "default/podgroup-u1"
     assert f.due_groups(generation) == []
     assert [uid for uid, _ in f.due_groups(f.next_generation())] == ["u1"]
+
+
+def test_a_group_given_for_a_pod_not_watched_yet_is_not_due_after_a_session_that_never_saw_it():
+    """The controllers' watch brought the pod, this process's not yet, and a session ran meanwhile: it
+    did not pass the pod by, so no PATCH is due (the pod's Binding may still carry the annotation)."""
+    f = CacheFeeder(Cache(("volcano",)))
+    f.cache.update_queue(queue())
+    f.cache.update_podgroup(podgroup("podgroup-u1"))
+    p = bare_pod("p1", "u1")
+    f.give_group(p, "podgroup-u1")
+    f.next_generation()
+    assert f.due_groups(f.next_generation()) == []  # sessions without the pod
+    f.pod(p)
+    generation = f.next_generation()  # a session that saw it
+    assert [uid for uid, _ in f.due_groups(generation)] == ["u1"]

@@ -19,6 +19,8 @@ from vcsched.kube.controllers import ControllerOptions
 from vcsched.kube.runtime import RunOptions, Runtime
 
 from .conftest import CONTROLLER_AGENT, FAST, client_for, cluster, eventually
+from .conftest import node as kube_node
+from .conftest import queue
 
 SCHED = "scheduling.volcano.sh"
 
@@ -136,3 +138,28 @@ def test_the_prediction_is_the_controllers_podgroup_for_a_pod_without_owners():
     pod["metadata"]["uid"] = "u1"
     assert podgroup_for_pod(pod, {}) == podgroup_for_pod(pod, None)
     assert podgroup_for_pod(pod, {})["spec"]["minMember"] == 1
+
+
+@pytest.mark.asyncio
+async def test_no_prediction_while_the_controllers_do_not_run(api):
+    """A standby (its controllers wait for the Lease) predicts nothing: its controller would never confirm
+    a prediction, and the PodGroup the leader's controller makes meanwhile is the one to decide on."""
+    api.put(kube_node("n0"))
+    api.put(queue("default"))
+    api.put(queue("root"))
+    client = client_for(api)
+    rt = Runtime(client, RunOptions(**{**FAST, "predict_groups": True}))
+    stop = asyncio.Event()
+    task = asyncio.create_task(rt.run(stop))
+    try:
+        p1 = api.put(bare_pod("p1"))
+        await eventually(lambda: p1["metadata"]["uid"] in rt.feeder.pods, "p1 watched")
+        n = rt.sessions
+        await eventually(lambda: rt.sessions >= n + 2, "sessions with p1 in the cache")
+        assert rt.feeder.provisional.predicted == 0
+        assert f"default/podgroup-{p1['metadata']['uid']}" not in rt.cache.jobs
+        assert not api.bindings
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 20) == 0
+        await client.close()
