@@ -530,14 +530,16 @@ class Runtime:
             await self.shutdown()
 
     async def shutdown(self) -> None:
-        # Binds in flight are waited for, not abandoned: the API server carries out a Binding
+        # Binds on the wire are waited for, not abandoned: the API server carries out a Binding
         # even when its client has gone, so a successor that started while they were pending
         # would see those pods pending and their GPUs free, and place something else there.
-        # Then the Lease is given up, so that a standby leads at once; the status writes,
-        # evictions and events in flight get what is left of the grace period after that (a
-        # successor recomputes every status anyway).
+        # Binds still queued for a slot are not sent at all (a large session decides thousands at
+        # once): their pods stay pending for the successor.  Then the Lease is given up, so that a
+        # standby leads at once; the status writes, evictions and events in flight get what is left
+        # of the grace period after that (a successor recomputes every status anyway).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.options.shutdown_grace
+        self.sink.close_binds()
         binds_done = await self.sink.drain_binds(self.options.shutdown_grace)
         if self.elector is not None:
             # stop renewing first: a renewal racing the release would make it fail with 409

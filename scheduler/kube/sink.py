@@ -307,6 +307,8 @@ class KubeSink:
         self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
         self.bound = 0
         self.bind_failures = 0
+        self.closing = False  # shutting down: a Bind still waiting for a slot is not sent
+        self._closed = asyncio.Event()
 
     # -- the session's effects -------------------------------------------------------------
 
@@ -407,6 +409,21 @@ class KubeSink:
     def writes_in_flight(self) -> int:
         return len(self.writes)
 
+    def close_binds(self) -> None:
+        """From now on a Bind that has not gone out yet stays unsent (its pod pending); those on the wire
+        finish.  Shutdown waits only for these, so a backlog of decided pods does not hold the Lease."""
+        self.closing = True
+        self._closed.set()
+
+    async def _made(self, made: asyncio.Future[bool]) -> bool:
+        """Whether the pod's predicted PodGroup was made as predicted; False once shutdown begins first
+        (the controllers stop too: the create's answer may never come)."""
+        if not made.done():
+            closed = asyncio.ensure_future(self._closed.wait())
+            await asyncio.wait((made, closed), return_when=asyncio.FIRST_COMPLETED)
+            closed.cancel()
+        return made.done() and made.result() and not self.closing
+
     async def drain_binds(self, timeout: float | None = None) -> bool:
         """Wait for the binds in flight (at most ``timeout`` seconds); whether they all answered."""
         loop = asyncio.get_running_loop()
@@ -469,8 +486,9 @@ class KubeSink:
 
     async def _bind(self, e: Bind, mine: Assumed | None, made: asyncio.Future[bool] | None = None) -> None:
         started = time.perf_counter()
-        if made is not None and not await made:
-            # its PodGroup is not the one predicted, or was not made: never bound on it; pending again
+        if made is not None and not await self._made(made):
+            # its PodGroup is not the one predicted, or was not made (or shutdown came first): never
+            # bound on it; pending again
             self.feeder.forget(e.uid, mine)
             return
         body = {
@@ -480,6 +498,10 @@ class KubeSink:
         }
         path = PODS.path(e.namespace, e.name, "binding")
         async with self._bind_slots:
+            if self.closing:
+                # never sent: the pod is pending for whoever schedules next, nothing of it on the node
+                self.feeder.forget(e.uid, mine)
+                return
             sent = time.perf_counter()
             if e.claims:
                 try:

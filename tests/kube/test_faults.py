@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from .conftest import cluster, eventually, node, pod, podgroup
@@ -109,3 +111,26 @@ async def test_a_dropped_watch_resumes_without_losing_or_replaying(api, start):
     resumed = [r for r in api.requests if r.params.get("watch") == "true" and r.resource.plural == "pods"]
     assert all(r.params.get("resourceVersion") for r in resumed)
 
+
+
+async def test_shutdown_sends_no_queued_bind_and_waits_for_those_on_the_wire(api, start):
+    """SIGTERM while a session's Binds wait for a slot: the two on the wire are answered before the
+    scheduler exits (the API would carry them out anyway), the four still queued never go out, so their
+    pods are pending for the successor rather than bound behind its back, and the exit is not held up
+    by a backlog (the Lease is handed over at once)."""
+    cluster(api, nodes=2)
+    for i in range(6):
+        api.put(podgroup(f"pg{i}"))
+        api.put(pod(f"p{i}", f"pg{i}"))
+    answer = asyncio.Event()
+    api.fail(is_bind, gate=answer, times=100)
+    rt = await start(bind_workers=2)
+    await eventually(lambda: len(bind_posts(api)) == 2 and rt.sink.binds_in_flight == 6,
+                     "two Binds on the wire, four queued")
+    rt.stop_event.set()
+    await eventually(lambda: rt.sink.closing, "shutting down")
+    answer.set()
+    assert await asyncio.wait_for(rt.task, 5) == 0
+    assert len(bind_posts(api)) == 2
+    assert len(api.bindings) == 2
+    assert rt.sink.bound == 2
