@@ -40,6 +40,9 @@ FRAGMENTATION_WORKLOAD = "deviceshare.FragmentationWorkload"
 FRAGMENTATION_CLASSES = "deviceshare.FragmentationClasses"
 FRAGMENTATION_HALF_LIFE = "deviceshare.FragmentationHalfLife"
 FRAGMENTATION_SCARCITY_WEIGHT = "deviceshare.FragmentationScarcityWeight"
+# the fragmentation policy's session look-ahead and hold-back (lookahead.py)
+FRAGMENTATION_LOOKAHEAD = "deviceshare.FragmentationLookahead"
+FRAGMENTATION_HOLD_BACK = "deviceshare.FragmentationHoldBack"
 # vcsched's own (issue 24, topology.py): the device topology policy of pods that do not say; "" off
 TOPOLOGY_POLICY = "deviceshare.TopologyPolicy"
 TOPOLOGY_POLICIES = ("", "preferred", "required", "pairscore")
@@ -73,6 +76,10 @@ class DeviceShareArgs:
     frag_half_life: int = 2000
     # the cost of using a GPU type that tasks bound to few types need (fragmentation.py · scarcity); 0: off
     frag_scarcity_weight: float = 2.0
+    # plan the session's pending tasks largest first and steer each to its planned node (lookahead.py);
+    # keep pending a task the plan found no room for, when its own queue's larger tasks took the room
+    frag_lookahead: bool = True
+    frag_hold_back: bool = True
     # the device topology policy for pods without a topology annotation: "", "preferred", "required"
     topology_policy: str = ""
 
@@ -94,6 +101,8 @@ class DeviceShareArgs:
             frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
             frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
             frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 2.0),
+            frag_lookahead=a.get_bool(FRAGMENTATION_LOOKAHEAD, True),
+            frag_hold_back=a.get_bool(FRAGMENTATION_HOLD_BACK, True),
             topology_policy=a.get_str(TOPOLOGY_POLICY, ""),
         )
         if args.topology_policy not in TOPOLOGY_POLICIES:

@@ -383,8 +383,12 @@ class FragmentationScorer:
     def score(self, ctx: FragContext, gpus_after: tuple[GPUState, ...]) -> float:
         """100 × (1 − (ΔF + g) / (S × (1 + largest scarcity))), clamped to [0, 100]."""
         f, t = self.model.node_frag(ctx.milli_cpu, ctx.memory, gpus_after)
-        growth = (f - ctx.f_before + ctx.t_before - t) / self.span
-        return 100.0 * (1.0 - min(max(growth, 0.0), 1.0))
+        return self.growth_score(f - ctx.f_before + ctx.t_before - t)
+
+    def growth_score(self, growth: float) -> float:
+        """The score of a placement that grows F + used capacity by ``growth`` GPUs (ΔF + g)."""
+        g = growth / self.span
+        return 100.0 * (1.0 - min(max(g, 0.0), 1.0))
 
     def key(self, ctx: FragContext, request: Any) -> tuple:
         """Memo key of a task's verdict and score on a node: request, levels before and after, GPU states."""

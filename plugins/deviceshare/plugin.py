@@ -37,12 +37,13 @@ from .ascend310p import MindClusterFamily, MindClusterScorer
 from .base import AllocateError, DeviceFamily, NodeDevices
 from .config import FRAGMENTATION, DeviceConfig, DeviceShareArgs, load_device_config
 from .fragmentation import FragmentationScorer, open_session
+from .lookahead import HELD_REASON, SessionPlan, plan_session
 from . import topology
 from .gpushare import GpuShareFamily, GpuShareRequest
 from .hamivnpu import AscendHAMiFamily
 from .mindcluster import MindClusterInfo
 from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
-from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily
+from .vgpu import HAMI_CORE, KEY as VGPU_KEY, VGPUDevices, VGPUFamily, type_allowed
 
 
 log = structlog.get_logger("vcsched.deviceshare")
@@ -139,6 +140,7 @@ class DeviceSharePlugin(Plugin):
         # NodeLockEnable: (node, lock name) → uids of this session's allocations holding it
         self._locked: dict[tuple[str, str], set[str]] = {}
         self._frag: FragmentationScorer | None = None
+        self._plan: SessionPlan | None = None  # the fragmentation policy's look-ahead (lookahead.py)
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -172,11 +174,21 @@ class DeviceSharePlugin(Plugin):
                     if d is not None:
                         d.open_session(node)
         self._frag = None
+        self._plan = None
         vgpu = found.get(VGPUFamily.key)
+        if vgpu is not None:
+            vgpu.plan = None
         if self.args.schedule_policy == FRAGMENTATION and vgpu is not None:
             a = self.args
             self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life,
                                       a.frag_scarcity_weight)
+            if a.frag_lookahead:
+                plan = vgpu.plan = self._plan = plan_session(
+                    ssn, vgpu, self._frag, lambda t: self.request(vgpu, t), type_allowed, HAMI_CORE,
+                    a.frag_hold_back)
+                # a planned task's node scores are its own (its planned node wins): none shared by shape
+                placed = plan.placed
+                ssn.add(Point.TASK_SHAPE, self.name, lambda task: None if task.uid in placed else ())
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)
@@ -231,6 +243,8 @@ class DeviceSharePlugin(Plugin):
     # -- predicate and node order --------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> list[Status] | None:
+        if self._plan is not None and task.uid in self._plan.held:
+            return [Status(StatusCode.Unschedulable, HELD_REASON)]
         wanted = self.wanted(task)
         if not wanted:
             return None
@@ -292,8 +306,10 @@ class DeviceSharePlugin(Plugin):
         d = node.devices.get(VGPUFamily.key)
         req = self.request(d.family, task) if d is not None else None
         if req is None:
-            return self._frag.no_device_score(task, node, d)
-        return d.score(task, req, FRAGMENTATION)
+            score = self._frag.no_device_score(task, node, d)
+        else:
+            score = d.score(task, req, FRAGMENTATION)
+        return score if self._plan is None else self._plan.adjust(task.uid, node.name, score)
 
     # -- allocation (Volcano: the predicates plugin's event handlers) -----------------------------------
 

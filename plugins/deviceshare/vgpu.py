@@ -140,7 +140,7 @@ class GPUDevice:
         return d
 
 
-def _type_allowed(req: VGPURequest, gpu_type: str) -> bool:
+def type_allowed(req: VGPURequest, gpu_type: str) -> bool:
     """``checkType``: "NVIDIA" in the type, then use-gputype / nouse-gputype (case-insensitive substrings)."""
     if DEVICE_TYPE not in gpu_type:
         return False
@@ -203,6 +203,7 @@ class VGPUFamily(DeviceFamily):
         # the fragmentation policy's state, kept across sessions (fragmentation.py · open_session)
         self.workload = WorkloadHistogram()
         self.scorer: FragmentationScorer | None = None
+        self.plan = None  # the session's look-ahead plan (lookahead.SessionPlan), set at session open
         self.topology_default = ""  # deviceshare.TopologyPolicy
         self.pending_cards = 0  # the most cards one container of a pending topology pod asks (session open)
 
@@ -437,10 +438,11 @@ class VGPUDevices(NodeDevices):
         """The GPUs' usage as a sorted tuple: the node state the fragmentation policy memoises on."""
         return tuple(sorted((d.type, d.memory, d.number, d.used_num, d.used_core, d.used_mem) for d in self.devices))
 
-    def _frag_order(self, c: ContainerRequest, ctx: FragContext) -> list[GPUDevice]:
+    def _frag_order(self, c: ContainerRequest, ctx: FragContext, uid: str = "") -> list[GPUDevice]:
         """The fragmentation policy's order: GPUs by the node's F after one vGPU of ``c`` lands there.
 
-        GPUs that cannot take it come last (the fit skips them); equal F keeps index order.
+        GPUs that cannot take it come last (the fit skips them); equal F keeps index order.  The cards the
+        session's look-ahead planned for task ``uid`` here come first (lookahead.py).
         """
         model = self.family.scorer.model
         states = [(d.type, d.memory, d.number, d.used_num, d.used_core, d.used_mem) for d in self.devices]
@@ -457,7 +459,12 @@ class VGPUDevices(NodeDevices):
                 after[i] = (d.type, d.memory, d.number, d.used_num + 1, d.used_core + c.cores, d.used_mem + memreq)
                 f = seen[states[i]] = model.node_frag(ctx.milli_cpu, ctx.memory, tuple(sorted(after)))[0]
             ranked.append((f, d.index, d))
-        ranked.sort(key=lambda x: (x[0], x[1]))
+        plan = self.family.plan
+        planned = plan.cards(uid, self.name) if plan is not None and uid else None
+        if planned:
+            ranked.sort(key=lambda x: (x[2].index not in planned, x[0], x[1]))
+        else:
+            ranked.sort(key=lambda x: (x[0], x[1]))
         return [d for _, _, d in ranked]
 
     def _order(self, policy: str) -> list[GPUDevice]:
@@ -539,7 +546,7 @@ class VGPUDevices(NodeDevices):
                 continue
             if (cores == 100 and d.used_num > 0) or (used_core == 100 and cores == 0):
                 continue
-            if (DEVICE_TYPE not in d.type) if not typed else not _type_allowed(req, d.type):
+            if (DEVICE_TYPE not in d.type) if not typed else not type_allowed(req, d.type):
                 continue
             if nums > 0:
                 nums -= 1
@@ -593,7 +600,7 @@ class VGPUDevices(NodeDevices):
             nums = c.nums
             devs: list[tuple[str, int, int]] = []
             uuid_matched = False
-            for d in (self._frag_order(c, frag) if frag is not None else self._order(policy)):
+            for d in (self._frag_order(c, frag, uid) if frag is not None else self._order(policy)):
                 if (req.allow or req.deny) and (
                         not d.uuid or (req.allow and d.uuid not in req.allow) or d.uuid in req.deny):
                     continue
@@ -611,7 +618,7 @@ class VGPUDevices(NodeDevices):
                     continue
                 if d.used_core == 100 and c.cores == 0:
                     continue
-                if not _type_allowed(req, d.type):
+                if not type_allowed(req, d.type):
                     continue
                 if self.mode == MIG and d.mig_template is not None:
                     picked = self._try_mig(d, memreq)
@@ -676,7 +683,7 @@ class VGPUDevices(NodeDevices):
                 continue
             memreq = d.memory * c.pct // 100 if c.pct != PCT_UNSET else c.memreq
             if (d.memory - d.used_mem < memreq or d.used_core + c.cores > 100 or (c.cores == 100 and d.used_num > 0)
-                    or (d.used_core == 100 and c.cores == 0) or not _type_allowed(req, d.type)):
+                    or (d.used_core == 100 and c.cores == 0) or not type_allowed(req, d.type)):
                 continue
             cands.append((d, memreq))
         positions = [d.index for d, _ in cands]

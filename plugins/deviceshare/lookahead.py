@@ -1,0 +1,273 @@
+"""Look-ahead for the ``fragmentation`` policy (vcsched's own): place the session's pending tasks on
+paper first, largest first, then steer each task to its planned node and cards when the allocate
+action reaches it (``deviceshare.FragmentationLookahead``, default on).
+
+Volcano's allocate places jobs one at a time in job order (priority, then creation), and a placement
+policy only ranks nodes for the task at hand; yet the session's batch is known when it opens.  At
+session open the policy plans it: every pending task it can model (no device request, or a vGPU
+request without UUID lists, podgroup spread, exclusivity rules, a sharing mode or device topology),
+in order of job priority, then those naming GPU models before the others, then GPU demand (cards ×
+share per card, largest first), then CPU, then job order.  Each goes to the node where the policy's own score (fragmentation.py: the growth of F) is
+best on the planned cluster, the first such node in node order, and inside the node to the cards the
+allocation itself would rank first (``VGPUDevices._frag_order``).  When the allocate action reaches a
+planned task, it scores 100 on its planned node and its other candidates keep the policy's score ×
+``OFF_PLAN`` (< 100), so the planned node wins while it is feasible; there its planned cards come
+first.  Any subset of the planned placements is feasible (every resource is additive), so the tasks
+find their planned nodes whatever order they come in.  The plan ignores what it does not model (other
+plugins' predicates, pod limits): a task whose planned node turned infeasible is placed by the score.
+
+Largest first is what best-fit decreasing gains over arrival order: whole cards are taken while whole
+cards are left, and a batch's shares pair up before a late arrival finds only slivers.
+
+**Holding back** (``deviceshare.FragmentationHoldBack``, default on): a task the plan found no room
+for, because tasks planned before it took the room, would take room planned for them.  The policy
+keeps it pending this session (its predicate fails on every node, the reason says why) when every
+task planned before it is of its queue (the room goes to that queue's larger tasks, never to another
+queue's) and its job needs no other task to start (minAvailable ≤ 1: a gang is never broken up).  It
+is tried again next session.  A task planned before it has an equal or higher priority.
+
+Speed: each task is scored once per node state (request, CPU and memory levels before and after, GPU
+states: the policy's own memo key), so nodes in the same state cost one dictionary look-up.  A planned
+task's node scores are its own, so it does not share the node search's work with tasks of its shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from vcsched.api.types import TaskStatus
+
+from .fragmentation import PCT_UNSET, FragmentationScorer, remember
+
+if TYPE_CHECKING:
+    from vcsched.framework.session import Session
+
+# a planned task's score on the nodes other than its planned one, as a factor of the policy's score
+OFF_PLAN = 0.99
+HELD_REASON = ("held back by the fragmentation policy's look-ahead: the GPUs this task fits are planned "
+               "for larger tasks of its queue this session (deviceshare.FragmentationHoldBack)")
+# a card in the plan: [type, memory, number, used_num, used_core, used_mem, index]
+TYPE, MEMORY, NUMBER, USED_NUM, USED_CORE, USED_MEM, INDEX = range(7)
+
+
+@dataclass(slots=True)
+class SessionPlan:
+    """Where the session's planned tasks go (task uid → node name, card indices), and who waits."""
+
+    placed: dict[str, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    unplaced: set[str] = field(default_factory=set)  # modelled, but the plan found no room
+    held: set[str] = field(default_factory=set)  # of those, kept pending this session (hold-back)
+
+    def node_of(self, uid: str) -> str | None:
+        hit = self.placed.get(uid)
+        return hit[0] if hit is not None else None
+
+    def cards(self, uid: str, node: str) -> frozenset[int] | None:
+        """The card indices planned for the task on this node (None: not planned here)."""
+        hit = self.placed.get(uid)
+        return hit[1] if hit is not None and hit[0] == node else None
+
+    def adjust(self, uid: str, node: str, score: float) -> float:
+        """The policy's node score for a task, steered by the plan: 100 on the planned node."""
+        hit = self.placed.get(uid)
+        if hit is None:
+            return score
+        return 100.0 if hit[0] == node else score * OFF_PLAN
+
+
+class PlanNode:
+    """A node as the plan sees it: idle CPU and memory, and its GPUs (none for a node without vGPU)."""
+
+    __slots__ = ("name", "milli_cpu", "memory", "cards", "gpus")
+
+    def __init__(self, name: str, milli_cpu: float, memory: float, cards: list[list[Any]]) -> None:
+        self.name = name
+        self.milli_cpu = milli_cpu
+        self.memory = memory
+        self.cards = cards
+        self.gpus = self.key()
+
+    def key(self) -> tuple:
+        """The GPU states as ``VGPUDevices.gpu_key`` has them (sorted)."""
+        return tuple(sorted(tuple(c[:INDEX]) for c in self.cards))
+
+
+def _memreq(card: list[Any], c) -> int:
+    return card[MEMORY] * c.pct // 100 if c.pct != PCT_UNSET else c.memreq
+
+
+def _usable(card: list[Any], c, req, type_ok: Callable[[Any, str], bool]) -> bool:
+    """Can one vGPU of container request ``c`` go on the card (``VGPUDevices._fit``'s checks)?"""
+    if card[NUMBER] <= card[USED_NUM] or card[MEMORY] - card[USED_MEM] < _memreq(card, c):
+        return False
+    if card[USED_CORE] + c.cores > 100:
+        return False
+    if (c.cores == 100 and card[USED_NUM] > 0) or (card[USED_CORE] == 100 and c.cores == 0):
+        return False
+    return type_ok(req, card[TYPE])
+
+
+def _take(card: list[Any], c) -> None:
+    card[USED_NUM] += 1
+    card[USED_CORE] += c.cores
+    card[USED_MEM] += _memreq(card, c)
+
+
+def place(scorer: FragmentationScorer, node: PlanNode, req, cpu: float, mem: float,
+          type_ok: Callable[[Any, str], bool]) -> tuple[float, tuple[tuple[int, ...], ...]] | None:
+    """(the policy's score, per container the positions of its cards) of a task on the node, or None
+    when its vGPUs do not fit (CPU and memory are the caller's check).
+
+    Each container's cards are ranked once by F after one vGPU lands there (index order on ties) and
+    taken in that order, as ``VGPUDevices._fit`` takes them under the policy.
+    """
+    model = scorer.model
+    cpu_after, mem_after = node.milli_cpu - cpu, node.memory - mem
+    f_before, t_before = model.node_frag(node.milli_cpu, node.memory, node.gpus)
+    if req is None:
+        f, t = model.node_frag(cpu_after, mem_after, node.gpus)
+        return scorer.growth_score(f - f_before + t_before - t), ()
+    cards = [list(c) for c in node.cards]
+    picks = []
+    for c in req.containers:
+        if c.nums > len(cards):
+            return None
+        states = [tuple(x[:INDEX]) for x in cards]
+        ranked = []
+        for i, x in enumerate(cards):
+            if not _usable(x, c, req, type_ok):
+                continue
+            after = list(states)
+            after[i] = (x[TYPE], x[MEMORY], x[NUMBER], x[USED_NUM] + 1, x[USED_CORE] + c.cores,
+                        x[USED_MEM] + _memreq(x, c))
+            ranked.append((model.node_frag(cpu_after, mem_after, tuple(sorted(after)))[0], x[INDEX], i))
+        ranked.sort()
+        taken: list[int] = []
+        for _, _, i in ranked:
+            if len(taken) == c.nums:
+                break
+            if _usable(cards[i], c, req, type_ok):
+                _take(cards[i], c)
+                taken.append(i)
+        if len(taken) < c.nums:
+            return None
+        picks.append(tuple(taken))
+    f, t = model.node_frag(cpu_after, mem_after, tuple(sorted(tuple(x[:INDEX]) for x in cards)))
+    return scorer.growth_score(f - f_before + t_before - t), tuple(picks)
+
+
+def plannable(req) -> bool:
+    """Requests the plan models: none (CPU and memory only), or vGPUs without UUID lists, podgroup
+    spread, exclusivity rules, a sharing mode or device topology."""
+    if req is None:
+        return True
+    return not (req.allow or req.deny or req.group or req.rules or req.mode is not None or req.topology)
+
+
+def demand(req) -> float:
+    """GPU demand of a request in cards: Σ vGPUs × share per vGPU (cores, else memory percentage)."""
+    if req is None:
+        return 0.0
+    total = 0.0
+    for c in req.containers:
+        share = c.cores if c.cores else (c.pct if c.pct != PCT_UNSET else 100)
+        total += c.nums * share / 100
+    return total
+
+
+def constrained(req) -> bool:
+    """Does the request name GPU models (use-gputype / nouse-gputype)?  Such tasks are planned before
+    the others of their priority: a task any card suits must not take the cards only they can use."""
+    return req is not None and (req.use_types is not None or req.nouse_types is not None)
+
+
+def plan_order(entry: tuple) -> tuple:
+    """The plan's order: (−job priority, GPU models named first, −GPU demand, −CPU, job order)."""
+    return entry[:5]
+
+
+def _single(job) -> bool:
+    """Does the job start with one task (minAvailable ≤ 1)?  Only such tasks are held back."""
+    return getattr(job, "min_available", 1) <= 1
+
+
+def _score_on(n: PlanNode, memo: dict, scorer: FragmentationScorer, req, cpu: float, mem: float,
+              type_ok: Callable[[Any, str], bool]) -> float:
+    """The task's score on the node, -1 where it does not fit; memoised by node state."""
+    if n.milli_cpu < cpu or n.memory < mem or (req is not None and not n.cards):
+        return -1.0
+    model = scorer.model
+    key = (req, model.levels(n.milli_cpu, n.memory), model.levels(n.milli_cpu - cpu, n.memory - mem), n.gpus)
+    hit = memo.get(key)
+    if hit is None:
+        out = place(scorer, n, req, cpu, mem, type_ok)
+        hit = out[0] if out is not None else -1.0
+        remember(memo, key, hit)
+    return hit
+
+
+def _fits(nodes: list[PlanNode], memo: dict, scorer: FragmentationScorer, task, req,
+          type_ok: Callable[[Any, str], bool]) -> bool:
+    cpu, mem = task.resreq.milli_cpu, task.resreq.memory
+    return any(_score_on(n, memo, scorer, req, cpu, mem, type_ok) >= 0 for n in nodes)
+
+
+def plan_session(ssn: "Session", family, scorer: FragmentationScorer, request_of: Callable[[Any], Any],
+                 type_ok: Callable[[Any, str], bool], hami_core: str, hold_back: bool = True) -> SessionPlan:
+    """Plan the session's pending tasks (module docstring).  ``request_of(task)``: its vGPU request or
+    None; ``type_ok(req, type)``: Volcano's GPU type check; ``hami_core``: the one mode planned."""
+    nodes: list[PlanNode] = []
+    for node in ssn.node_list:
+        d = node.devices.get(family.key)
+        idle = node.idle
+        if d is None:
+            nodes.append(PlanNode(node.name, idle.milli_cpu, idle.memory, []))
+        elif d.mode == hami_core and all(g.mig_template is None for g in d.devices):
+            nodes.append(PlanNode(node.name, idle.milli_cpu, idle.memory, [
+                [g.type, g.memory, g.number, g.used_num, g.used_core, g.used_mem, g.index] for g in d.devices]))
+    # the cluster as the session opened: a task is held back only where it would have fit
+    initial = [PlanNode(n.name, n.milli_cpu, n.memory, [list(c) for c in n.cards]) for n in nodes]
+    order = []
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if task.node_name or task.status != TaskStatus.Pending:
+                continue
+            req = request_of(task)
+            if not plannable(req):
+                continue
+            order.append((-job.priority, not constrained(req), -demand(req), -task.resreq.milli_cpu, len(order),
+                          task, req, job))
+    order.sort(key=plan_order)
+    plan = SessionPlan()
+    memo: dict[tuple, Any] = {}
+    queues: set[str] = set()  # the queues of the tasks planned so far
+    for *_, task, req, job in order:
+        cpu, mem = task.resreq.milli_cpu, task.resreq.memory
+        best = None
+        best_score = -1.0
+        for n in nodes:
+            hit = _score_on(n, memo, scorer, req, cpu, mem, type_ok)
+            if hit > best_score:
+                best, best_score = n, hit
+                if hit >= 100.0:
+                    break
+        if best is None:
+            plan.unplaced.add(task.uid)
+            if (hold_back and req is not None and queues <= {job.queue} and _single(job)
+                    and _fits(initial, memo, scorer, task, req, type_ok)):
+                plan.held.add(task.uid)
+            continue
+        queues.add(job.queue)
+        _, picks = place(scorer, best, req, cpu, mem, type_ok)
+        best.milli_cpu -= cpu
+        best.memory -= mem
+        indices = set()
+        for c, taken in zip(req.containers if req is not None else (), picks):
+            for i in taken:
+                _take(best.cards[i], c)
+                indices.add(best.cards[i][INDEX])
+        if indices:
+            best.gpus = best.key()
+        plan.placed[task.uid] = (best.name, frozenset(indices))
+    return plan
