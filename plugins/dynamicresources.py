@@ -100,6 +100,7 @@ class DynamicResources:
         self.allocator = Allocator(snap.classes, self.state)
         self._pools: dict[str, list[Pool]] = {}
         self._tasks: dict[str, TaskClaims] = {}
+        self._claimless: set[str] = set()  # uids of the session's pods without claims (most of them)
         self._users: dict[str, int] = {}  # claim key -> how many of the session's pods name it
         self._placed: dict[str, _Placement] = {}
         self._freed: dict[str, list[tuple[ClaimState, Consumer, AllocationResult | None]]] = {}
@@ -126,8 +127,11 @@ class DynamicResources:
         known = self._tasks.get(task.uid)
         if known is not None:
             return known
+        if task.uid in self._claimless:
+            return None
         refs = pod_claim_refs(task.pod)
         if not refs:
+            self._claimless.add(task.uid)
             return None
         found = self._resolve(task, refs)
         self._tasks[task.uid] = found
