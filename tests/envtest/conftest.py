@@ -368,11 +368,13 @@ class VcschedRunner:
         self.tmp = tmp
         self.processes: list[Process] = []
 
-    def start(self, *args: str, user: str = USER, period: str = "0.1s", verbose: bool = False) -> Process:
+    def start(self, *args: str, user: str = USER, period: str = "0.1s", verbose: bool = False,
+              kubeconfig: Path | None = None) -> Process:
         """``vcsched run`` as ``user`` (the chart's ClusterRole) with ``args``; a short --schedule-period;
-        ``verbose``: debug logs (``vcsched -v``)."""
+        ``verbose``: debug logs (``vcsched -v``); ``kubeconfig`` in place of the user's (a proxy's)."""
         account = self.cp.accounts[user] if user != "admin" else self.cp.admin
-        argv = [sys.executable, "-m", "vcsched.cli", *(["-v"] if verbose else []), "run", "--kubeconfig", str(account.kubeconfig),
+        config = kubeconfig or account.kubeconfig
+        argv = [sys.executable, "-m", "vcsched.cli", *(["-v"] if verbose else []), "run", "--kubeconfig", str(config),
                 "--listen", "127.0.0.1:0", "--schedule-period", period, *args]
         p = Process(argv, self.tmp / f"vcsched-{len(self.processes)}.log")
         self.processes.append(p)
