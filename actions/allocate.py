@@ -67,6 +67,9 @@ class AllocateAction(Action):
                 if "enqueue" in ssn.enabled_actions:
                     continue
                 job.podgroup.phase = PodGroupPhase.INQUEUE
+            hard = job.contains_hard_topology or job.contains_sub_job_policy
+            if not hard and not job.by_status.get(TaskStatus.Pending):
+                continue  # no task to place (its worksheet would be empty): JobValid is only a check
             if ssn.job_valid(job) is not None:
                 continue
             queue = ssn.queues.get(job.queue)
@@ -74,7 +77,7 @@ class AllocateAction(Action):
                 continue
             if job.contains_network_topology and not ssn.topology.ready:
                 continue  # Volcano: hyperNodes are not ready for scheduling
-            if job.contains_hard_topology or job.contains_sub_job_policy:
+            if hard:
                 sheet = sheets[job.uid] = JobWorksheet.organize(ssn, job)
                 if sheet.empty():
                     continue

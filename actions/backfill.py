@@ -54,6 +54,8 @@ class BackfillAction(Action):
         """BestEffort tasks of running-eligible jobs: queues, then jobs, then tasks, in order."""
         by_queue: dict[str, list] = {}
         for job in ssn.jobs.values():
+            if not job.by_status.get(TaskStatus.Pending) and not job.by_status.get(TaskStatus.Pipelined):
+                continue  # no candidate in it (JobValid is only a check)
             if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
             # pending ones first: an unpipelined task turns Pending and must not be taken twice

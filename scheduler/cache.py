@@ -457,6 +457,7 @@ class Cache:
         """Clones of the ready nodes, every job with a PodGroup and a known queue, and all queues."""
         jobs: dict[str, JobInfo] = {}
         clones: dict[str, TaskInfo] = {}
+        reused: set[str] = set()
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
         for uid, job in self.jobs.items():
@@ -471,6 +472,8 @@ class Cache:
             c = reusable.get(uid)
             if c is None or uid in changed:
                 c = job.clone()
+            else:
+                reused.add(uid)
             c.priority = self.job_priority(job)
             jobs[uid] = c
             clones.update(c.tasks)
@@ -488,7 +491,7 @@ class Cache:
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
-                        dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies))
+                        dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies), reused=frozenset(reused))
 
     def keep_clones(self, jobs: Mapping[str, JobInfo], opened: Mapping[str, Any], touched: set[str],
                     touched_pods: frozenset[str] | set[str] = frozenset()) -> None:

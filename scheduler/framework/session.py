@@ -63,6 +63,10 @@ class Snapshot:
     # nodeinfo.volcano.sh Numatopologies by node name (the numa-aware plugin); shared, never changed
     # by a session; keyword only, last, so that positional callers keep working
     numatopologies: dict[str, NumaTopology] = field(default_factory=dict)
+    # the settled jobs whose clones the previous session left as they were (Cache.keep_clones): their
+    # status is what the last session computed and wrote, so a session that leaves their tasks alone
+    # has nothing to write for them
+    reused: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -142,6 +146,10 @@ def _conditions_compared(conditions) -> tuple:
     )
 
 
+def _task_counts(job: JobInfo) -> frozenset[tuple[TaskStatus, int]]:
+    return frozenset((status, len(tasks)) for status, tasks in job.by_status.items() if tasks)
+
+
 def _status_changed(old: tuple | None, pg) -> bool:
     """Whether ``pg``'s status differs from ``old`` (phase, counts, conditions at open) as
     ``PodGroup.status_tuple`` compares them."""
@@ -190,6 +198,8 @@ class Session:
         self.node_usage = snapshot.node_usage
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
+        # reused settled jobs as opened: (status, tasks) pairs (close skips those still so)
+        self._settled = {uid: _task_counts(self.jobs[uid]) for uid in snapshot.reused if uid in self.jobs}
         # every node change is logged here, so work shared between identical tasks can be
         # refreshed for the changed nodes only
         self.node_changes: list[int] = []
@@ -660,7 +670,11 @@ class Session:
             started = time.perf_counter()
             plugin.on_session_close(self)
             self.stats.plugin_latency.append((name, "OnSessionClose", time.perf_counter() - started))
-        for job in self.jobs.values():
+        settled = self._settled
+        for uid, job in self.jobs.items():
+            opened = settled.get(uid)
+            if opened is not None and opened == _task_counts(job):
+                continue  # settled, status written by an earlier session, tasks as they were: nothing to do
             self._update_job(job)
         self._update_queues()
         self._keep_hypernode_decisions()

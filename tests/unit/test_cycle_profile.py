@@ -22,3 +22,48 @@ def test_main_prints_the_means_and_the_profile(capsys):
     out = capsys.readouterr().out
     assert out.startswith("3 nodes, 6 bound pods, one new pod per cycle: snapshot ")
     assert "run_session" in out
+
+
+def test_a_session_over_reused_settled_jobs_writes_what_a_full_one_writes():
+    """Session.close skips the settled jobs the snapshot reused and the session left alone: the same
+    statuses and events come out as from a session over fresh clones of every job."""
+    from vcsched.framework.effects import Event
+
+    cluster = Cluster(nodes=4, bound=20)
+    for _ in range(3):
+        cluster.cycle()
+    cache = cluster.cache
+    cache.update_podgroup(cycle_profile._podgroup(99, "Pending"))
+    cache.update_pod(cycle_profile._pod(99))
+
+    def written(snapshot):
+        _, effects = cluster.scheduler.run_session(snapshot)
+        return sorted((type(e).__name__, e.name, getattr(e, "phase", getattr(e, "reason", "")))
+                      for e in effects if isinstance(e, (PodGroupStatus, Event)))
+
+    reusing = cache.snapshot()
+    assert len(reusing.reused) >= 20
+    fresh = cache.snapshot()  # a snapshot takes the kept clones: this one clones every job
+    assert not fresh.reused
+    assert written(reusing) == written(fresh)
+
+
+def test_a_reused_settled_job_whose_tasks_the_session_changed_is_updated():
+    """The skip holds only while the job's tasks are as the session opened them: one that finished during
+    the session (any status change) has its status recomputed and written."""
+    from vcsched.api.types import TaskStatus
+    from vcsched.framework.session import Session
+
+    cluster = Cluster(nodes=4, bound=20)
+    for _ in range(3):
+        cluster.cycle()
+    snapshot = cluster.cache.snapshot()
+    sched = cluster.scheduler
+    ssn = Session(snapshot, sched.conf, sched._plugins, sched.state)
+    ssn.open()
+    job = ssn.jobs["bench/pg5"]
+    assert job.uid in snapshot.reused
+    ssn.update_task_status(next(iter(job.tasks.values())), TaskStatus.Succeeded)
+    effects = ssn.close()
+    assert [(e.name, e.phase) for e in effects if isinstance(e, PodGroupStatus) and e.name == "pg5"] == [
+        ("pg5", "Completed")]
