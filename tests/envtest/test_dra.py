@@ -105,20 +105,9 @@ async def test_prebind_writes_allocation_and_reservations_through_the_status_sub
         await dra_crds.empty(kube)
 
 
-# -- the pod-level flow, through the proxy that gives pods their claim fields (pod_claims.py) -------------
+# -- the pod-level flow, through the proxy that gives pods their claim fields (pod_claims.py), under the
+# -- default conf -----------------------------------------------------------------------------------------
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-"""
 A100 = f"device.attributes['{DRIVER}'].model == 'a100'"
 
 
@@ -139,7 +128,6 @@ async def dra_create(kube, obj: dict) -> dict:
 async def dra_scene(kube, models: list[str]) -> None:
     await dra_crds.install(kube)
     await dra_crds.empty(kube)
-    await kube.conf_map(CONF)
     await kube.node("n1", cpu="16", memory="64Gi")
     await dra_create(kube, {"apiVersion": f"{dra_crds.GROUP}/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
                        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}})
