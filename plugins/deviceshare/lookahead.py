@@ -7,8 +7,9 @@ policy only ranks nodes for the task at hand; yet the session's batch is known w
 session open the policy plans it: every pending task it can model (no device request, or a vGPU
 request without UUID lists, podgroup spread, exclusivity rules, a sharing mode or device topology),
 in order of job priority, then those naming GPU models before the others, then GPU demand (cards ×
-share per card, largest first), then CPU, then job order.  Each goes to the node where the policy's own score (fragmentation.py: the growth of F) is
-best on the planned cluster, the first such node in node order, and inside the node to the cards the
+share per card, largest first), then CPU, then job order.  Each goes to the node where the policy's
+own score (fragmentation.py: the growth of F) is best on the planned cluster, the first such node in
+node order, and inside the node to the cards the
 allocation itself would rank first (``VGPUDevices._frag_order``).  When the allocate action reaches a
 planned task, it scores 100 on its planned node and its other candidates keep the policy's score ×
 ``OFF_PLAN`` (< 100), so the planned node wins while it is feasible; there its planned cards come
