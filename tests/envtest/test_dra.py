@@ -111,6 +111,14 @@ async def test_prebind_writes_allocation_and_reservations_through_the_status_sub
 A100 = f"device.attributes['{DRIVER}'].model == 'a100'"
 
 
+@pytest_asyncio.fixture(autouse=True)
+async def no_dra_objects_left(kube):
+    """The DRA objects a test made are gone after it (the tier's reset knows only the kinds v1.24
+    serves): a later test reading the live cluster (simulate --kubeconfig) must not find them."""
+    yield
+    await dra_crds.empty(kube)
+
+
 @pytest_asyncio.fixture
 async def via_proxy(control_plane, tmp_path):
     """A kubeconfig of the vcsched user that reaches the API server through the pod-claims proxy."""
