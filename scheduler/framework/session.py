@@ -16,7 +16,6 @@ from typing import Any
 
 import structlog
 
-from ..api.dra_quota import queue_allocated as dra_queue_allocated
 from ..api.hypernode import HyperNodeTree
 from ..api.job_info import JobInfo
 from ..api.namespace_info import NamespaceInfo
@@ -28,10 +27,11 @@ from ..api.queue_info import QueueInfo
 from ..api.resource import Resource
 from ..api.sub_job import SubJobInfo
 from ..api.task_info import TaskInfo
-from ..api.types import PodGroupPhase, TaskStatus, Vote
+from ..api.types import TaskStatus, Vote
 from .cycle_state import CycleState
-from .effects import Bind, Effect, Event, Evict, PodCondition, PodGroupStatus, QueueStatus
+from .effects import Bind, Effect, Event, Evict
 from .interface import Plugin, Point
+from .session_status import task_counts, write_job_status, write_queue_statuses
 from .stats import SessionStats
 from .topology import HyperNodeDecision, SessionHyperNode, SessionTopology, decision_of
 from .util import PriorityQueue
@@ -138,47 +138,6 @@ def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:
     return 0
 
 
-def _conditions_compared(conditions) -> tuple:
-    """The conditions as PodGroup.status_tuple compares them: times and transition IDs ignored."""
-    return tuple(
-        tuple(sorted((k, str(v)) for k, v in c.items() if k not in ("lastTransitionTime", "transitionID")))
-        for c in conditions
-    )
-
-
-def _task_counts(job: JobInfo) -> frozenset[tuple[TaskStatus, int]]:
-    return frozenset((status, len(tasks)) for status, tasks in job.by_status.items() if tasks)
-
-
-def _status_changed(old: tuple | None, pg) -> bool:
-    """Whether ``pg``'s status differs from ``old`` (phase, counts, conditions at open) as
-    ``PodGroup.status_tuple`` compares them."""
-    if old is None:
-        return True
-    phase, running, succeeded, failed, conditions = old
-    if (phase, running, succeeded, failed) != (pg.phase, pg.running, pg.succeeded, pg.failed):
-        return True
-    now = pg.conditions
-    if len(now) == len(conditions) and all(a is b or _same_condition(a, b) for a, b in zip(conditions, now)):
-        return False
-    return _conditions_compared(conditions) != _conditions_compared(now)
-
-
-_UNCOMPARED = ("lastTransitionTime", "transitionID")
-
-
-def _same_condition(a: dict, b: dict) -> bool:
-    """True when ``a`` and ``b`` have the same fields with equal values, times and transition IDs aside
-    (then their compared forms are equal too); False means only "not shown equal this way"."""
-    for k, v in a.items():
-        if k not in _UNCOMPARED and (k not in b or b[k] != v):
-            return False
-    for k in b:
-        if k not in _UNCOMPARED and k not in a:
-            return False
-    return True
-
-
 class Session:
     def __init__(self, snapshot: Snapshot, conf, plugin_classes: dict[str, type[Plugin]],
                  state: SchedulerState | None = None, now: float | None = None,
@@ -199,7 +158,7 @@ class Session:
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
         # reused settled jobs as opened: (status, tasks) pairs (close skips those still so)
-        self._settled = {uid: _task_counts(self.jobs[uid]) for uid in snapshot.reused if uid in self.jobs}
+        self._settled = {uid: task_counts(self.jobs[uid]) for uid in snapshot.reused if uid in self.jobs}
         # every node change is logged here, so work shared between identical tasks can be
         # refreshed for the changed nodes only
         self.node_changes: list[int] = []
@@ -673,10 +632,10 @@ class Session:
         settled = self._settled
         for uid, job in self.jobs.items():
             opened = settled.get(uid)
-            if opened is not None and opened == _task_counts(job):
+            if opened is not None and opened == task_counts(job):
                 continue  # settled, status written by an earlier session, tasks as they were: nothing to do
-            self._update_job(job)
-        self._update_queues()
+            write_job_status(self, job)
+        write_queue_statuses(self)
         self._keep_hypernode_decisions()
         return self.effects
 
@@ -689,126 +648,3 @@ class Session:
                 if decision is not None:
                     kept[uid] = decision
         self.state.hypernode_decisions = kept
-
-    def _job_phase(self, job: JobInfo) -> str:
-        """``getPodGroupPhase`` (spec/framework.md §9.1)."""
-        pg = job.podgroup
-        unschedulable = any(
-            c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
-            for c in pg.conditions
-        )
-        if job.count(TaskStatus.Running) > 0 and unschedulable:
-            return PodGroupPhase.UNKNOWN
-        scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
-        if scheduled >= pg.min_member:
-            completed = job.count(TaskStatus.Succeeded) + job.count(TaskStatus.Failed)
-            return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
-        if pg.phase != PodGroupPhase.INQUEUE:
-            return PodGroupPhase.PENDING
-        return PodGroupPhase.INQUEUE
-
-    def _update_job(self, job: JobInfo) -> None:
-        pg = job.podgroup
-        if pg is None:
-            return
-        pg.phase = self._job_phase(job)
-        pg.running = job.count(TaskStatus.Running)
-        pg.failed = job.count(TaskStatus.Failed)
-        pg.succeeded = job.count(TaskStatus.Succeeded)
-        written = _status_changed(self.pod_group_old_state.get(job.uid), pg)
-        if written:
-            self.effects.append(PodGroupStatus(
-                pg.namespace, pg.name, pg.phase, pg.running, pg.succeeded, pg.failed,
-                [dict(c) for c in pg.conditions],
-            ))
-        self._record_job_status_event(job, written)
-
-    def _record_job_status_event(self, job: JobInfo, written: bool) -> None:
-        """``RecordJobStatusEvent``: PodGroup events, and PodScheduled on waiting pods."""
-        pg = job.podgroup
-        fit_error = None
-        if pg.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
-            fit_error = job.fit_error()
-            self.effects.append(Event(
-                "PodGroup", pg.namespace, pg.name, "Warning", "Unschedulable",
-                f"{job.count(TaskStatus.Pending)}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}",
-            ))
-        elif written and pg.phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
-            self.effects.append(Event("PodGroup", pg.namespace, pg.name, "Normal", "Scheduled", "pod group is ready"))
-        for status in (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined):
-            for task in job.tasks_in(status):
-                if task.scheduling_gated:
-                    continue
-                reason, message, nominated = job.task_scheduling_reason(task)
-                if not message:
-                    if fit_error is None:
-                        fit_error = job.fit_error()
-                    message = fit_error
-                self.effects.append(PodCondition(task.namespace, task.name, reason, message, nominated))
-
-    def _queue_request(self, t: TaskInfo) -> Resource:
-        """``addNodeSharableDeviceUsage``: the node's device kinds may replace scalars of the request
-        (vGPU: the granted memory and cores, spec/devices.md §6.3.9)."""
-        node = self.nodes.get(t.node_name)
-        if node is None or not node.devices:
-            return t.resreq
-        req = t.resreq
-        for d in node.devices.values():
-            over = d.queue_resource(t)
-            if over:
-                if req is t.resreq:
-                    req = req.clone()
-                req.scalars.update(over)
-        return req
-
-    def _dra_queue_allocated(self) -> dict[str, dict[str, str]]:
-        """The allocated tasks' ResourceClaims per queue and its ancestors, as ``deviceclass/<class>``
-        counts and ``<dimension>.deviceclass/<class>`` capacities, each claim once (api/dra_quota.py)."""
-        if self.dra is None or not self.dra.claims:
-            return {}
-
-        def pairs():
-            for job in self.jobs.values():
-                if job.queue not in self.queues:
-                    continue
-                for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
-                    for t in job.tasks_in(status):
-                        yield job.queue, t
-                        if "root" not in self.queues:
-                            continue
-                        name, seen = job.queue, {job.queue}
-                        while name != "root":
-                            name = self.queues[name].parent or "root" if name in self.queues else ""
-                            if not name or name in seen:
-                                break
-                            seen.add(name)
-                            yield name, t
-
-        return dra_queue_allocated(pairs(), self.dra)
-
-    def _update_queues(self) -> None:
-        """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
-        allocated: dict[str, Resource] = {name: Resource() for name in self.queues}
-        for job in self.jobs.values():
-            if job.queue not in allocated:
-                continue
-            for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
-                for t in job.tasks_in(status):
-                    allocated[job.queue].add(self._queue_request(t))
-        if "root" in self.queues:
-            own = {name: r.clone() for name, r in allocated.items()}
-            for name, r in own.items():
-                seen = {name}
-                parent = self.queues[name].parent or "root" if name != "root" else ""
-                while parent and parent in self.queues and parent not in seen:
-                    allocated[parent].add(r)
-                    seen.add(parent)
-                    parent = (self.queues[parent].parent or "root") if parent != "root" else ""
-        dra = self._dra_queue_allocated()
-        for name, q in self.queues.items():
-            new = allocated[name].to_list()
-            if name in dra:  # DRA's devices beside the resources (session_dra_queue_status.go)
-                new.update(dra[name])
-            if new != q.allocated:
-                q.allocated = new
-                self.effects.append(QueueStatus(name, new))

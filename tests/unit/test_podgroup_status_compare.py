@@ -4,7 +4,7 @@ transition IDs aside); the session keeps the status it opened with by reference 
 from __future__ import annotations
 
 from vcsched.api.job_info import PodGroup
-from vcsched.framework.session import _status_changed
+from vcsched.framework.session_status import status_changed as _status_changed
 
 
 def pg(conditions, phase="Running", running=1) -> PodGroup:
