@@ -714,25 +714,8 @@ class ShapeIndex:
         Only subtrees whose best leaf scores ``top`` are entered, so the walk is at most one step per
         tree level per tied leaf, and about two per tied leaf where they lie close together."""
         score, size = self.score, self.size
-        roots: list[int] = []
-        for l, r in ranges:
-            left: list[int] = []
-            right: list[int] = []
-            l += size
-            r += size
-            while l < r:
-                if l & 1:
-                    left.append(l)
-                    l += 1
-                if r & 1:
-                    r -= 1
-                    right.append(r)
-                l >>= 1
-                r >>= 1
-            roots += left
-            roots += reversed(right)
         out: list[int] = []
-        stack = roots[::-1]
+        stack = self._roots(ranges)[::-1]
         while stack:
             v = stack.pop()
             b = best[v]

@@ -220,6 +220,17 @@ def request_names(devices: dict) -> set[str]:
     return names
 
 
+def _unique_name(item: dict, check: Checker, path: str, seen: set[str]) -> None:
+    """A request's or subrequest's ``name``: required, a DNS label, not used before in ``seen``."""
+    name = item.get("name")
+    _required(name, check, f"{path}.name")
+    as_string(name, check, f"{path}.name")
+    check_dns_label(name, check, f"{path}.name")
+    if name in seen:
+        check.fail(f"{path}.name", f"Duplicate value: {name!r}")
+    seen.add(name)
+
+
 def validate_claim_spec(spec: dict, check: Checker, path: str) -> None:
     """``validateResourceClaimSpec``."""
     devices = as_mapping(spec.get("devices"), check, f"{path}.devices")
@@ -230,13 +241,7 @@ def validate_claim_spec(spec: dict, check: Checker, path: str) -> None:
     for i, raw in enumerate(requests):
         p = f"{path}.devices.requests[{i}]"
         request = as_item(raw, check, p)
-        name = request.get("name")
-        _required(name, check, f"{p}.name")
-        as_string(name, check, f"{p}.name")
-        check_dns_label(name, check, f"{p}.name")
-        if name in seen:
-            check.fail(f"{p}.name", f"Duplicate value: {name!r}")
-        seen.add(name)
+        _unique_name(request, check, p, seen)
         exactly, first = request.get("exactly"), request.get("firstAvailable")
         if exactly is not None and first is not None:
             check.fail(p, "Invalid value: exactly one of `exactly` or `firstAvailable` is required, "
@@ -255,13 +260,7 @@ def validate_claim_spec(spec: dict, check: Checker, path: str) -> None:
         for j, sub_raw in enumerate(subs):
             sp = f"{p}.firstAvailable[{j}]"
             sub = as_item(sub_raw, check, sp)
-            sub_name = sub.get("name")
-            _required(sub_name, check, f"{sp}.name")
-            as_string(sub_name, check, f"{sp}.name")
-            check_dns_label(sub_name, check, f"{sp}.name")
-            if sub_name in sub_names:
-                check.fail(f"{sp}.name", f"Duplicate value: {sub_name!r}")
-            sub_names.add(sub_name)
+            _unique_name(sub, check, sp, sub_names)
             _exact_request(sub, check, sp, subrequest=True)
     names = request_names(devices)
     constraints = as_list(devices.get("constraints") or [], check, f"{path}.devices.constraints")
