@@ -32,7 +32,7 @@ from vcsched.api.job_info import JobInfo
 from vcsched.api.queue_info import QueueInfo
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import ALLOCATED_STATUS, Vote
+from vcsched.api.types import ALLOCATED_STATUSES, Vote
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
@@ -66,7 +66,7 @@ class DrfPlugin(Plugin):
         super().__init__(arguments)
         self.total = Resource()
         self.total_names: list[str] = []
-        self.job_attrs: dict[str, DrfAttr] = {}
+        self.job_attrs: dict[str, DrfAttr] = {}  # a JobShares while a session is open
         # hdrf: None when enableHierarchy is off
         self.tree: HierarchyTree | None = None
 
@@ -84,14 +84,7 @@ class DrfPlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         self.total = ssn.total_resource.clone()
         self.total_names = self.total.resource_names()
-        self.job_attrs = {}
-        for job in ssn.jobs.values():
-            attr = DrfAttr()
-            for t in job.tasks.values():
-                if t.status & ALLOCATED_STATUS:
-                    attr.allocated.add(t.resreq)
-            self.update_share(attr)
-            self.job_attrs[job.uid] = attr
+        self.job_attrs = JobShares(self, ssn)
 
         ssn.add(Point.PREEMPTABLE, self.name, self.preemptable)
         if ssn.hierarchy_enabled(self.name):
@@ -212,14 +205,20 @@ class DrfPlugin(Plugin):
 
     def _changed(self, ssn: "Session", task: TaskInfo, sign: int) -> None:
         job = ssn.jobs.get(task.job)
-        attr = self.job_attrs.get(task.job)
-        if job is None or attr is None:
+        attrs = self.job_attrs
+        attr = dict.get(attrs, task.job)
+        if attr is None:  # a reused job's, first asked for now: worked out with this change in it
+            attr = attrs.get(task.job)
+            if job is None or attr is None:
+                return
+        elif job is None:
             return
-        if sign > 0:
-            attr.allocated.add(task.resreq)
         else:
-            attr.allocated.sub(task.resreq)
-        self.update_share(attr)
+            if sign > 0:
+                attr.allocated.add(task.resreq)
+            else:
+                attr.allocated.sub(task.resreq)
+            self.update_share(attr)
         tree = self.tree
         if tree is None:
             return
@@ -240,6 +239,50 @@ class DrfPlugin(Plugin):
         self._changed(ssn, task, -1)
 
     def on_session_close(self, ssn: "Session") -> None:
-        ssn.stats.job_shares.update((uid, attr.share) for uid, attr in self.job_attrs.items())
+        shares = self.job_attrs
+        if ssn.state.plugins.get("drf:total") != self.total.to_list():
+            # the cluster changed: every job's share did (else the reused jobs' not asked for are as
+            # published: the same allocation of the same total)
+            ssn.state.plugins["drf:total"] = self.total.to_list()
+            for uid in ssn.jobs:
+                shares.get(uid)
+        ssn.stats.job_shares.update((uid, attr.share) for uid, attr in shares.items())
         self.job_attrs = {}
         self.tree = None
+
+
+class JobShares(dict):
+    """Each job's allocation and dominant share (uid → DrfAttr).  The jobs the snapshot cloned afresh
+    are worked out at open; a reused settled job's when first asked for (a session asks for those of
+    the jobs it orders or takes tasks from, rarely a settled one's), from ``JobInfo.allocated``: its
+    tasks were all settled at open, so the only changes a session makes to it (evictions and their
+    undoing) move ``JobInfo.allocated`` exactly as drf's event handlers move a share's allocation."""
+
+    def __init__(self, drf: DrfPlugin, ssn: "Session") -> None:
+        super().__init__()
+        self.drf = drf
+        self.jobs = ssn.jobs
+        for job in ssn.fresh_jobs:
+            attr = DrfAttr()
+            for t in job.tasks.values():
+                if t.status in ALLOCATED_STATUSES:
+                    attr.allocated.add(t.resreq)
+            drf.update_share(attr)
+            self[job.uid] = attr
+
+    def get(self, uid: str, default: DrfAttr | None = None) -> DrfAttr | None:
+        attr = dict.get(self, uid)
+        if attr is None:
+            job = self.jobs.get(uid)
+            if job is None:
+                return default
+            attr = DrfAttr(job.allocated.clone())
+            self.drf.update_share(attr)
+            self[uid] = attr
+        return attr
+
+    def __getitem__(self, uid: str) -> DrfAttr:
+        attr = self.get(uid)
+        if attr is None:
+            raise KeyError(uid)
+        return attr

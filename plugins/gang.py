@@ -92,9 +92,12 @@ class GangPlugin(Plugin):
         """Write the Unschedulable or Scheduled condition of every job with tasks, and count the unready."""
         stats = ssn.stats
         unschedulable_jobs = 0
-        for job in ssn.jobs.values():
+        reused = ssn.reused
+        for uid, job in ssn.jobs.items():
             if not job.tasks or job.podgroup is None:
                 continue
+            if job.mutations == 0 and uid in reused and job.is_ready():
+                continue  # settled and left alone: its Scheduled condition is the one it has
             unready = 0
             if not job.is_ready():
                 if _releasing_shortcut(job):

@@ -17,12 +17,13 @@ from vcsched.api.job_info import JobInfo
 from vcsched.api.queue_info import QueueInfo
 from vcsched.api.resource import Default, Resource, share
 from vcsched.api.task_info import TaskInfo
-from vcsched.api.types import ALLOCATED_STATUS, PodGroupPhase, QueueState, TaskStatus, Vote
+from vcsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus, Vote
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.cycle_state import CycleState
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
 from vcsched.framework.session import EventHandler
+from vcsched.framework.settled import settled_book
 from vcsched.framework.stats import QueueStats
 from vcsched.plugins.util import (
     allocated_task_num,
@@ -119,26 +120,35 @@ class ProportionPlugin(Plugin):
         )
 
     def _build_queue_attrs(self, ssn: "Session") -> None:
-        for job in ssn.jobs.values():
-            attr = self.queue_opts.get(job.queue)
+        """Each queue's allocated, request, inqueue and elastic resources over its jobs: the settled
+        jobs reused from the previous session come summed (framework/settled.py), the others are
+        walked."""
+        book = settled_book(ssn, self.name, 4)
+        for job in book.sync(ssn, _job_part):
+            attr = self._attr(ssn, job.queue)
             if attr is None:
-                queue = ssn.queues.get(job.queue)
-                if queue is None:
-                    continue
-                attr = self.queue_opts[job.queue] = self._new_attr(queue)
-            for t in job.tasks.values():
-                if t.status & ALLOCATED_STATUS:
-                    attr.allocated.add(t.resreq)
-                    attr.request.add(t.resreq)
-                elif t.status == TaskStatus.Pending:
-                    attr.request.add(t.resreq)
-            pg = job.podgroup
-            if pg is not None and pg.min_resources is not None:
-                if pg.phase == PodGroupPhase.INQUEUE or (
-                    pg.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= pg.min_member
-                ):
-                    attr.inqueue.add(deduct_sch_gated_resources(job, get_inqueue_resource(job, job.allocated)))
-            attr.elastic.add(elastic_resources(job))
+                continue
+            allocated, request, inqueue, elastic = _job_part(job)[1]
+            attr.allocated.add(allocated)
+            attr.request.add(request)
+            attr.inqueue.add(inqueue)
+            attr.elastic.add(elastic)
+        for queue, (allocated, request, inqueue, elastic) in book.sums.items():
+            attr = self._attr(ssn, queue)
+            if attr is not None:
+                attr.allocated.add(allocated)
+                attr.request.add(request)
+                attr.inqueue.add(inqueue)
+                attr.elastic.add(elastic)
+
+    def _attr(self, ssn: "Session", name: str) -> QueueAttr | None:
+        attr = self.queue_opts.get(name)
+        if attr is None:
+            queue = ssn.queues.get(name)
+            if queue is None:
+                return None
+            attr = self.queue_opts[name] = self._new_attr(queue)
+        return attr
 
     def _compute_deserved(self) -> None:
         """Water-filling: share ``remaining`` by weight among the queues not yet met, round after round."""
@@ -353,3 +363,24 @@ def _update_share(attr: QueueAttr) -> None:
         if s > res:
             res = s
     attr.share = res
+
+
+def _job_part(job: JobInfo) -> tuple[str, tuple[Resource, Resource, Resource, Resource]]:
+    """What ``job`` adds to its queue: allocated, request (allocated and pending tasks), inqueue (an
+    Inqueue job's, or a Running one's with at least minMember allocated: its minResources less what
+    is allocated and the scheduling-gated pods) and elastic resources."""
+    allocated, request, inqueue = Resource(), Resource(), Resource()
+    for t in job.tasks.values():
+        status = t.status
+        if status in ALLOCATED_STATUSES:
+            allocated.add(t.resreq)
+            request.add(t.resreq)
+        elif status == TaskStatus.Pending:
+            request.add(t.resreq)
+    pg = job.podgroup
+    if pg is not None and pg.min_resources is not None:
+        if pg.phase == PodGroupPhase.INQUEUE or (
+            pg.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= pg.min_member
+        ):
+            inqueue.add(deduct_sch_gated_resources(job, get_inqueue_resource(job, job.allocated)))
+    return job.queue, (allocated, request, inqueue, elastic_resources(job))

@@ -27,7 +27,7 @@ from .api.resource import Resource
 from .api.sub_job import NetworkTopology, SubGroupPolicy
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
 from .api.types import COMPLETED_STATUS, TaskStatus
-from .framework.session import Snapshot
+from .framework.session import Session, Snapshot
 
 log = structlog.get_logger("vcsched.cache")
 
@@ -148,6 +148,7 @@ class Cache:
         # the cache has not changed the job since (keep_clones; ``vcsched run`` only)
         self._reusable: dict[str, JobInfo] = {}
         self._changed_jobs: set[str] = set()
+        self._snapshots = 0  # snapshots taken (Snapshot.serial)
         # resource.k8s.io DeviceClasses, ResourceSlices, ResourceClaims and their templates (api/dra_cache.py)
         self.dra = DraCache()
         # each node's measured load, as the metrics source last reported it (usage, rescheduling)
@@ -458,6 +459,7 @@ class Cache:
         jobs: dict[str, JobInfo] = {}
         clones: dict[str, TaskInfo] = {}
         reused: set[str] = set()
+        self._snapshots += 1
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
         for uid, job in self.jobs.items():
@@ -491,30 +493,43 @@ class Cache:
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
-                        dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies), reused=frozenset(reused))
+                        dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies), reused=frozenset(reused),
+                        serial=self._snapshots)
 
-    def keep_clones(self, jobs: Mapping[str, JobInfo], opened: Mapping[str, Any], touched: set[str],
+    def keep_clones(self, ssn: Session, touched: set[str],
                     touched_pods: frozenset[str] | set[str] = frozenset()) -> None:
         """After a completed session over a snapshot: the clones of its settled jobs (PodGroup Running or
         Completed, every task Bound, Running, Succeeded or Failed, no fit errors, no network topology, no
         HyperNode kept) that its effects do not name (``touched``: the PodGroups of status writes and
         events; ``touched_pods``: uids and namespace/names of the pods of binds, evictions, conditions
         and events) are as the session found them, once their PodGroup conditions are put back to those
-        it opened with (``opened``: the session's ``pod_group_old_state``, conditions by reference): the
-        next snapshot reuses each one whose job the cache has not changed since.
+        it opened with (``JobInfo.opened_status``, conditions by reference): the next snapshot reuses each
+        one whose job the cache has not changed since.
 
         A session's writes to a job either change its status (a PodGroupStatus effect), its tasks (a
         Bind or Evict, which leaves a task Binding or Releasing) or concern a waiting job (Events,
-        PodConditions); a settled job it left unnamed is the clone the cache would give again.  What the
-        cache changes (a pod's or PodGroup's update, a status written, a priority class or the device
-        configuration) makes a fresh clone.  Safe to call from the session's thread: it reads only the
-        session's clones."""
+        PodConditions); a settled job it left unnamed is the clone the cache would give again.  A clone
+        this session reused and left alone (no task changed: ``mutations`` 0, no status written) is kept
+        as it is, without a look at its tasks.  What the cache changes (a pod's or PodGroup's update, a
+        status written, a priority class or the device configuration) makes a fresh clone.  Safe to call
+        from the session's thread: it reads only the session's clones."""
         keep: dict[str, JobInfo] = {}
-        for uid, job in jobs.items():
-            pg = job.podgroup
-            if pg is None or pg.phase not in _SETTLED_PHASES or uid in touched:
+        reused = ssn.reused
+        for uid, job in ssn.jobs.items():
+            if uid in touched:
                 continue
-            old = opened.get(uid)
+            if uid in reused:
+                if job.mutations:  # changed and perhaps put back: cloned afresh, so that what was
+                    continue       # kept of it across sessions (framework/settled.py) is never stale
+                conditions, opened = job.podgroup.conditions, job.opened_status[4]
+                if len(conditions) != len(opened) or any(a is not b for a, b in zip(conditions, opened)):
+                    job.podgroup.conditions = list(opened)
+                keep[uid] = job
+                continue
+            pg = job.podgroup
+            if pg is None or pg.phase not in _SETTLED_PHASES:
+                continue
+            old = job.opened_status
             unsettled = False
             for status, tasks in job.by_status.items():
                 if tasks and status not in _SETTLED_TASKS:
@@ -531,6 +546,7 @@ class Cache:
             # the conditions it opened with, which the cache holds: gang gives every job a new one each
             # session, equal but for its transitionID and time (else a status write would name the job)
             pg.conditions = list(old[4])
+            job.mutations = 0
             keep[uid] = job
         self._reusable = keep
 

@@ -131,7 +131,7 @@ class JobInfo:
         "task_min_available_total", "podgroup", "creation_timestamp", "tasks", "by_status",
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
         "pending_best_effort", "ready", "waiting_time", "budget",
-        "network_topology", "allocated_hypernode", "_sub_jobs", "min_sub_jobs",
+        "network_topology", "allocated_hypernode", "_sub_jobs", "min_sub_jobs", "mutations", "opened_status",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -166,6 +166,12 @@ class JobInfo:
         self.allocated_hypernode = ""
         self._sub_jobs: dict[str, SubJobInfo] | None = None
         self.min_sub_jobs: dict[str, int] = {}
+        # task changes (added, deleted, moved between statuses): a session tells by it whether it left a
+        # job it reused as it found it (Cache.keep_clones sets it to 0 on a clone it keeps)
+        self.mutations = 0
+        # the PodGroup status the session opened with (phase, running, succeeded, failed, conditions),
+        # compared at close; set at session open, or kept with a reused clone
+        self.opened_status: tuple | None = None
         if podgroup is not None:
             self.set_podgroup(podgroup)
 
@@ -191,6 +197,7 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         self._sub_jobs = None
+        self.mutations += 1
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
         if task.best_effort and task.status == TaskStatus.Pending:
@@ -206,6 +213,7 @@ class JobInfo:
         if t is None:
             return
         self._sub_jobs = None
+        self.mutations += 1
         self.by_status.get(t.status, {}).pop(t.uid, None)
         if t.best_effort and t.status == TaskStatus.Pending:
             self.pending_best_effort -= 1
@@ -220,6 +228,7 @@ class JobInfo:
         old = task.status
         if old == status:
             return
+        self.mutations += 1
         bucket = self.by_status.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)

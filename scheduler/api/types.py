@@ -26,6 +26,9 @@ COMPLETED_STATUS = TaskStatus.Failed | TaskStatus.Succeeded
 PREEMPTABLE_STATUS = TaskStatus.Bound | TaskStatus.Running
 READY_STATUS = ALLOCATED_STATUS | TaskStatus.Succeeded
 VALID_STATUS = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending
+# ALLOCATED_STATUS as a set: ``status in ALLOCATED_STATUSES`` costs a hash, ``status & ALLOCATED_STATUS`` makes
+# a flag object (for hot loops)
+ALLOCATED_STATUSES = frozenset((TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running))
 
 
 def allocated_status(s: TaskStatus) -> bool:

@@ -31,7 +31,7 @@ from ..api.types import TaskStatus, Vote
 from .cycle_state import CycleState
 from .effects import Bind, Effect, Event, Evict
 from .interface import Plugin, Point
-from .session_status import task_counts, write_job_status, write_queue_statuses
+from .session_status import write_job_status, write_queue_statuses
 from .stats import SessionStats
 from .topology import HyperNodeDecision, SessionHyperNode, SessionTopology, decision_of
 from .util import PriorityQueue
@@ -67,6 +67,8 @@ class Snapshot:
     # status is what the last session computed and wrote, so a session that leaves their tasks alone
     # has nothing to write for them
     reused: frozenset[str] = frozenset()
+    # the cache's count of snapshots taken (framework/settled.py trusts what it kept from the previous one)
+    serial: int = 0
 
 
 @dataclass(slots=True)
@@ -157,8 +159,9 @@ class Session:
         self.node_usage = snapshot.node_usage
         self.node_list = snapshot.nodes
         self.nodes = {n.name: n for n in snapshot.nodes}
-        # reused settled jobs as opened: (status, tasks) pairs (close skips those still so)
-        self._settled = {uid: task_counts(self.jobs[uid]) for uid in snapshot.reused if uid in self.jobs}
+        # the settled jobs whose clones the previous session left as they were; one this session leaves
+        # alone too (its ``mutations`` still 0) has nothing to write at close
+        self.reused = snapshot.reused
         # every node change is logged here, so work shared between identical tasks can be
         # refreshed for the changed nodes only
         self.node_changes: list[int] = []
@@ -177,13 +180,20 @@ class Session:
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
         self.enabled_actions = set(conf.actions)
-        # each PodGroup's status at open, compared at close (_status_changed): the condition dicts are
-        # kept by reference, as no session edits one in place (PodGroup.clone), so an unchanged status
-        # costs no comparison of their contents
-        self.pod_group_old_state = {
-            uid: ((pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)) if pg is not None else None)
-            for uid, j in self.jobs.items() for pg in (j.podgroup,)
-        }
+        # each PodGroup's status at open, compared at close (session_status.status_changed): the
+        # condition dicts are kept by reference, as no session edits one in place (PodGroup.clone), so an
+        # unchanged status costs no comparison of their contents; a reused clone keeps the one it opened
+        # with last time, which is still its status (Cache.keep_clones)
+        reused = self.reused
+        self.serial = snapshot.serial
+        # the jobs cloned afresh for this session: what a sum kept over the reused ones walks (settled.py)
+        self.fresh_jobs: list[JobInfo] = []
+        for uid, job in self.jobs.items():
+            if uid not in reused:
+                self.fresh_jobs.append(job)
+                pg = job.podgroup
+                job.opened_status = (None if pg is None else
+                                     (pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)))
         # any pod with inter-pod (anti-)affinity terms makes labels part of a task's shape
         self.has_inter_pod_terms = any(
             t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
@@ -629,10 +639,9 @@ class Session:
             started = time.perf_counter()
             plugin.on_session_close(self)
             self.stats.plugin_latency.append((name, "OnSessionClose", time.perf_counter() - started))
-        settled = self._settled
+        reused = self.reused
         for uid, job in self.jobs.items():
-            opened = settled.get(uid)
-            if opened is not None and opened == task_counts(job):
+            if job.mutations == 0 and uid in reused:
                 continue  # settled, status written by an earlier session, tasks as they were: nothing to do
             write_job_status(self, job)
         write_queue_statuses(self)

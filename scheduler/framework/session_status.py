@@ -4,7 +4,7 @@ its ancestors, with the DRA devices its jobs hold (``session_dra_queue_status.go
 
 A status is written only when it differs from the one the session opened with (``status_changed``);
 ``Session.close`` passes over the settled jobs the snapshot reused and the session left alone
-(``task_counts``), whose status an earlier session wrote.
+(``JobInfo.mutations`` still 0), whose status an earlier session wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..api.resource import Resource
 from ..api.task_info import TaskInfo
 from ..api.types import PodGroupPhase, TaskStatus
 from .effects import Event, PodCondition, PodGroupStatus, QueueStatus
+from .settled import settled_book
 
 if TYPE_CHECKING:
     from .session import Session
@@ -28,11 +29,6 @@ def conditions_compared(conditions) -> tuple:
         tuple(sorted((k, str(v)) for k, v in c.items() if k not in ("lastTransitionTime", "transitionID")))
         for c in conditions
     )
-
-
-def task_counts(job: JobInfo) -> frozenset[tuple[TaskStatus, int]]:
-    """(status, how many tasks) of the job: what tells a session that it changed a settled job."""
-    return frozenset((status, len(tasks)) for status, tasks in job.by_status.items() if tasks)
 
 
 def status_changed(old: tuple | None, pg) -> bool:
@@ -92,7 +88,7 @@ def write_job_status(ssn: "Session", job: JobInfo) -> None:
     pg.running = job.count(TaskStatus.Running)
     pg.failed = job.count(TaskStatus.Failed)
     pg.succeeded = job.count(TaskStatus.Succeeded)
-    written = status_changed(ssn.pod_group_old_state.get(job.uid), pg)
+    written = status_changed(job.opened_status, pg)
     if written:
         ssn.effects.append(PodGroupStatus(
             pg.namespace, pg.name, pg.phase, pg.running, pg.succeeded, pg.failed,
@@ -170,12 +166,29 @@ def dra_queue_allocated(ssn: "Session") -> dict[str, dict[str, str]]:
 def write_queue_statuses(ssn: "Session") -> None:
     """Queue ``status.allocated``: allocated tasks of the queue's jobs, summed into ancestors under ``root``."""
     allocated: dict[str, Resource] = {name: Resource() for name in ssn.queues}
-    for job in ssn.jobs.values():
+
+    def part(job: JobInfo) -> tuple[str, tuple[Resource]] | None:
+        """What a job adds to its queue; None (walked every session) while one of its tasks is on a
+        node with devices, or on none in the snapshot: the node's device kinds decide what it adds."""
+        total = Resource()
+        for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
+            for t in job.tasks_in(status):
+                node = ssn.nodes.get(t.node_name)
+                if node is None or node.devices:
+                    return None
+                total.add(t.resreq)
+        return job.queue, (total,)
+
+    book = settled_book(ssn, "queue-status", 1)
+    for job in book.sync(ssn, part):
         if job.queue not in allocated:
             continue
         for status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running):
             for t in job.tasks_in(status):
                 allocated[job.queue].add(queue_request(ssn, t))
+    for name, (total,) in book.sums.items():
+        if name in allocated:
+            allocated[name].add(total)
     if "root" in ssn.queues:
         own = {name: r.clone() for name, r in allocated.items()}
         for name, r in own.items():

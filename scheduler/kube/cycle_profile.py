@@ -78,7 +78,7 @@ class Cluster:
         t1 = time.perf_counter()
         ssn, effects = self.scheduler.run_session(snapshot)
         t2 = time.perf_counter()
-        self.cache.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+        self.cache.keep_clones(ssn, *touched_jobs(effects))
         self.scheduler.publish(ssn)
         self._feed_back(effects)
         return (t1 - t0) * 1000, (t2 - t1) * 1000

@@ -452,7 +452,7 @@ class Runtime:
         """On the worker thread: the session, then the settled jobs it left as they were kept for the next
         snapshot, which need not clone them again (Cache.keep_clones reads only the session's clones)."""
         ssn, effects = self.scheduler.run_session(snapshot)
-        self.cache.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+        self.cache.keep_clones(ssn, *touched_jobs(effects))
         return ssn, effects
 
     async def run_session(self) -> None:

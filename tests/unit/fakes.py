@@ -42,6 +42,10 @@ class FakeSession:
         self.stats = SessionStats()
         self.dra = None  # no Dynamic Resource Allocation objects, as a Session without them
         self.state = SchedulerState()
+        # nothing reused from a previous session (as simulate): every job is walked
+        self.reused: frozenset[str] = frozenset()
+        self.serial = 1
+        self.fresh_jobs = list(self.jobs.values())
 
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         self.registered.setdefault(point, {})[plugin] = fn

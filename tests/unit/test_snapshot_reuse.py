@@ -62,7 +62,7 @@ class World:
         name = f"j{self.jobs}"
         pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
               "metadata": {"name": name, "namespace": "ns", "uid": f"pg-{name}", "creationTimestamp": ts(self.t)},
-              "spec": {"minMember": size, "queue": "default", **({"priorityClassName": priority} if priority else {})},
+              "spec": {"minMember": size, "queue": self.rng.choice(["default", "default", "batch"]), **({"priorityClassName": priority} if priority else {})},
               "status": {"phase": "Pending"}}
         self.pgs[f"ns/{name}"] = pg
         out = [self.stamp(pg)]
@@ -113,7 +113,7 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
     setup = [*(world.node() for _ in range(6))]
     for c in caches:
         c.add_priority_class({"metadata": {"name": "high"}, "value": 1000})
-        for q in ("root", "default"):
+        for q in ("root", "default", "batch"):
             c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
                          "spec": {"weight": 1, "reclaimable": q != "root"}, "status": {"state": "Open"}})
     for _ in range(12):
@@ -134,10 +134,15 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
                 previous = dict(snap.jobs)
             ssn, effects = s.run_session(snap, now=EPOCH + 100 + cycle, uid=f"session-{cycle}")
             if i == 0:
-                c.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+                c.keep_clones(ssn, *touched_jobs(effects))
             s.publish(ssn)
             results.append(effects)
         assert results[0] == results[1], f"cycle {cycle}: the sessions decided differently"
+        # and they published the same: job shares and unready counts, queue attributes
+        published = [({uid: (r.share, r.unschedulable_tasks) for uid, r in s.metrics.jobs.records.items()},
+                      {name: (q.allocated, q.request, q.inqueue, q.deserved, q.share)
+                       for name, q in s.last_session.stats.queues.items()}) for s in schedulers]
+        assert published[0] == published[1], f"cycle {cycle}: the sessions published differently"
         # what the API would show next: the binds, then the world's own changes
         changes = [world.bind(e) for e in results[1] if isinstance(e, Bind)]
         rng = world.rng
@@ -184,11 +189,11 @@ def test_a_job_the_cache_changed_is_cloned_again():
                 c.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
                                       e.conditions)
     assert touched_jobs(effects) == (set(), set())
-    c.keep_clones(ssn.jobs, ssn.pod_group_old_state, *touched_jobs(effects))
+    c.keep_clones(ssn, *touched_jobs(effects))
     kept = ssn.jobs["ns/j1"]
     assert c.snapshot().jobs["ns/j1"] is kept  # reused
     ssn, effects = s.run_session(c.snapshot())
-    c.keep_clones(ssn.jobs, ssn.pod_group_old_state, set())
+    c.keep_clones(ssn, set())
     again = ssn.jobs["ns/j1"]
     pod = world.pods["u-j1-0"]
     pod["status"]["phase"] = "Succeeded"
