@@ -31,7 +31,7 @@ scores stay exactly Volcano's unless a pod (or the configuration) asks for topol
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -186,6 +186,21 @@ def choose(topo: CardTopology, candidates: Sequence[int], n: int, policy: str) -
                     subset.append(c)
         weak = topo.weakest(subset)
     return Choice(tuple(subset), -1, weak)
+
+
+def planned_choice(topo: CardTopology, candidates: Sequence[int], planned: Collection[int], n: int,
+                   policy: str) -> Choice | None:
+    """The cards the fragmentation policy's look-ahead planned for the pod (lookahead.py), as a Choice:
+    the first ``n`` planned cards among ``candidates``, in their order; None when fewer than ``n`` of them
+    are still candidates, or ``required`` and they span domains (then ``choose`` decides)."""
+    cards = [c for c in candidates if c in planned][:n]
+    if len(cards) < n:
+        return None
+    doms = {topo.domain_of[c] for c in cards}
+    d = next(iter(doms)) if len(doms) == 1 else -1
+    if d < 0 and n > 1 and policy == REQUIRED:
+        return None
+    return Choice(tuple(cards), d, topo.weakest(cards))
 
 
 def _pair_score(topo: CardTopology, candidates: Sequence[int], n: int) -> Choice:

@@ -587,7 +587,9 @@ class VGPUDevices(NodeDevices):
                 if topo is None:
                     tscore += topology.no_topology_score(req.topology)
                 else:
-                    placed = self._fit_topology(uid, req, c, policy, frag, reserved, topo, taken)
+                    plan = self.family.plan if commit else None  # the look-ahead's cards (lookahead.py)
+                    placed = self._fit_topology(uid, req, c, policy, frag, reserved, topo, taken,
+                                                plan.cards(uid, self.name) if plan is not None else None)
                     if isinstance(placed, str):
                         err = placed
                         self._undo(uid, taken)
@@ -667,11 +669,12 @@ class VGPUDevices(NodeDevices):
 
     def _fit_topology(self, uid: str, req: VGPURequest, c: ContainerRequest, policy: str,
                       frag: FragContext | None, reserved: set[int] | None, topo: CardTopology,
-                      taken: list[Entry]):
+                      taken: list[Entry], planned: frozenset[int] | None = None):
         """One container by the device topology (topology.choose): every GPU that can take a vGPU of
         it, in the policy's order, then the set in one domain, else (preferred) the best weakest link.
-        Applies the chosen entries (into ``taken``); ([(id, mem, cores)], Volcano's score, the topology
-        score) or the error."""
+        ``planned``: the cards the fragmentation policy's look-ahead planned for the pod here, taken when
+        they still fit (topology.planned_choice).  Applies the chosen entries (into ``taken``);
+        ([(id, mem, cores)], Volcano's score, the topology score) or the error."""
         cands: list[tuple[GPUDevice, int]] = []
         for d in (self._frag_order(c, frag) if frag is not None else self._order(policy)):
             if (req.allow or req.deny) and (
@@ -688,7 +691,9 @@ class VGPUDevices(NodeDevices):
             cands.append((d, memreq))
         positions = [d.index for d, _ in cands]
         required = req.topology == topology.REQUIRED
-        choice = topology.choose(topo, positions, c.nums, req.topology)
+        choice = topology.planned_choice(topo, positions, planned, c.nums, req.topology) if planned else None
+        if choice is None:
+            choice = topology.choose(topo, positions, c.nums, req.topology)
         if choice is None:
             if required and len(cands) >= c.nums:
                 return topology.domains_line(topo, positions, c.nums)
