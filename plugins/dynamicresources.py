@@ -107,15 +107,18 @@ class DynamicResources:
         self._node_local = not snap.slices.shared
         # (pod uid, problem) already told by an event, kept across sessions for the pods still there
         told = ssn.state.plugins.get("dynamicresources")
-        live = {uid for job in ssn.jobs.values() for uid in job.tasks}
-        self._told: set[tuple[str, str]] = {t for t in (told or ()) if t[0] in live}
+        if told:
+            live = {uid for job in ssn.jobs.values() for uid in job.tasks}
+            told = {t for t in told if t[0] in live}
+        self._told: set[tuple[str, str]] = told or set()
         ssn.state.plugins["dynamicresources"] = self._told
-        for job in ssn.jobs.values():
-            for task in job.tasks.values():
-                for ref in pod_claim_refs(task.pod):
-                    if ref.claim:
-                        key = f"{task.namespace}/{ref.claim}"
-                        self._users[key] = self._users.get(key, 0) + 1
+        if snap.claims:  # how many pods name each claim (read only for claims there are)
+            for job in ssn.jobs.values():
+                for task in job.tasks.values():
+                    for ref in pod_claim_refs(task.pod):
+                        if ref.claim:
+                            key = f"{task.namespace}/{ref.claim}"
+                            self._users[key] = self._users.get(key, 0) + 1
 
     def register(self, ssn: "Session") -> None:
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))

@@ -108,7 +108,9 @@ class NodeOrderPlugin(Plugin):
         # per session, set in on_session_open
         self._total_nodes = 0
         self._image_nodes: dict[str, int] = {}
-        self._requests: dict[str, tuple[NodeInfo, int, NodeRequests]] = {}
+        # each node's pod requests by name: (node generation, requests); kept from one session to the
+        # next (a node's generation is unique to its tasks: NodeInfo.generation)
+        self._requests: dict[str, tuple[int, NodeRequests]] = {}
         # ImageLocality on a node without images, by the pod's container count
         self._no_images: dict[int, int] = {}
 
@@ -119,7 +121,9 @@ class NodeOrderPlugin(Plugin):
         for n in nodes:
             for image in n.spec.images:
                 self._image_nodes[image] = self._image_nodes.get(image, 0) + 1
-        self._requests = {}
+        self._requests = ssn.state.plugins.setdefault("nodeorder:requests", {})
+        if len(self._requests) > 2 * len(nodes) + 64:  # deleted nodes' entries go now and then
+            self._requests.clear()
         if (self.least_requested_weight or self.most_requested_weight or self.balanced_resource_weight
                 or self.image_locality_weight):
             ssn.add(Point.NODE_ORDER, self.name, self.node_order)
@@ -141,10 +145,10 @@ class NodeOrderPlugin(Plugin):
 
     def _node_requests(self, node: NodeInfo) -> NodeRequests:
         entry = self._requests.get(node.name)
-        if entry is not None and entry[0] is node and entry[1] == node.generation:
-            return entry[2]
+        if entry is not None and entry[0] == node.generation:
+            return entry[1]
         r = node_requests(node)
-        self._requests[node.name] = (node, node.generation, r)
+        self._requests[node.name] = (node.generation, r)
         return r
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
@@ -156,8 +160,8 @@ class NodeOrderPlugin(Plugin):
         least, most, balanced = self.least_requested_weight, self.most_requested_weight, self.balanced_resource_weight
         if least or most or balanced:
             entry = self._requests.get(node.name)
-            if entry is not None and entry[0] is node and entry[1] == node.generation:
-                used = entry[2]
+            if entry is not None and entry[0] == node.generation:
+                used = entry[1]
             else:
                 used = self._node_requests(node)
             if least or most:

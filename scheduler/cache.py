@@ -149,6 +149,7 @@ class Cache:
         self._reusable: dict[str, JobInfo] = {}
         self._changed_jobs: set[str] = set()
         self._snapshots = 0  # snapshots taken (Snapshot.serial)
+        self._inter_pod_tasks: set[str] = set()  # uids of the pods with inter-pod (anti-)affinity terms
         # resource.k8s.io DeviceClasses, ResourceSlices, ResourceClaims and their templates (api/dra_cache.py)
         self.dra = DraCache()
         # each node's measured load, as the metrics source last reported it (usage, rescheduling)
@@ -255,6 +256,8 @@ class Cache:
             self._remove_task(old)
         self.tasks[task.uid] = task
         self._changed_jobs.add(task.job)
+        if task.spec.has_inter_pod_terms:
+            self._inter_pod_tasks.add(task.uid)
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -270,6 +273,7 @@ class Cache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self.tasks.pop(task.uid, None)
+        self._inter_pod_tasks.discard(task.uid)
         self._changed_jobs.add(task.job)
         job = self.jobs.get(task.job)
         if job is not None:
@@ -484,17 +488,15 @@ class Cache:
             if not node.ready:
                 continue
             n = node.clone()
-            for uid, task in node.tasks.items():
-                t = clones.get(uid) or task.clone()
-                n.tasks[uid] = t
-                n.accounted[uid] = node.accounted[uid]
+            n.tasks = {uid: clones.get(uid) or task.clone() for uid, task in node.tasks.items()}
+            n.accounted = dict(node.accounted)
             nodes.append(n)
         queues = {name: q.clone() for name, q in self.queues.items()}
         pdbs = tuple(self.pdbs[key] for key in sorted(self.pdbs))
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
                         dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies), reused=frozenset(reused),
-                        serial=self._snapshots)
+                        serial=self._snapshots, has_inter_pod_terms=bool(self._inter_pod_tasks))
 
     def keep_clones(self, ssn: Session, touched: set[str],
                     touched_pods: frozenset[str] | set[str] = frozenset()) -> None:

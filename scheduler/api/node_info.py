@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,8 @@ from .pod_spec import Taint
 from .resource import Resource
 from .task_info import TaskInfo
 from .types import REVOCABLE_ZONE_KEY, TaskStatus
+
+_GENERATIONS = itertools.count(1)  # NodeInfo.generation
 
 
 class NodeAccountingError(Exception):
@@ -50,7 +53,9 @@ class NodeInfo:
         # the status each task was accounted with: Volcano's node keeps a copy of the task,
         # so a later status change on the task does not skew the node until update_task
         self.accounted: dict[str, TaskStatus] = {}
-        # bumped on every change; work shared between identical tasks is keyed on it
+        # a new value from one counter of the process on every change (kube-scheduler's
+        # nextGeneration): a node clone keeps its original's, so that work keyed on it (shared between
+        # identical tasks, or kept from one session to the next) is the same while the tasks are
         self.generation = 0
         # device registry key → per-node device state (deviceshare): clone(), add_pod(task),
         # remove_pod(task) (plugins/deviceshare/base.py · NodeDevices)
@@ -98,12 +103,12 @@ class NodeInfo:
             # AddResource: the device ledger counts the pod from its device annotations
             for d in self.devices.values():
                 d.add_pod(task)
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def touch(self) -> None:
         """Something a score of this node depends on changed elsewhere (its HyperNode's use, say):
         what was worked out for it is to be worked out again."""
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def remove_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
@@ -123,7 +128,7 @@ class NodeInfo:
         if self.devices:
             for d in self.devices.values():  # SubResource, by pod UID
                 d.remove_pod(t)
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed (``remove`` the old entry, ``add`` the new)."""
@@ -138,6 +143,7 @@ class NodeInfo:
         n.releasing = self.releasing.clone()
         n.pipelined = self.pipelined.clone()
         n.devices = {k: d.clone() for k, d in self.devices.items()}
+        n.generation = self.generation
         return n
 
     def clone_with_tasks(self) -> "NodeInfo":

@@ -69,6 +69,8 @@ class Snapshot:
     reused: frozenset[str] = frozenset()
     # the cache's count of snapshots taken (framework/settled.py trusts what it kept from the previous one)
     serial: int = 0
+    # whether a pod the cache holds has inter-pod (anti-)affinity terms (None: the session looks)
+    has_inter_pod_terms: bool | None = None
 
 
 @dataclass(slots=True)
@@ -168,18 +170,6 @@ class Session:
         for i, n in enumerate(self.node_list):
             n.index = i
         self.effects: list[Effect] = []  # before the topology: its problems are the first effects
-        self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
-        self._report_hypernode_problems(snapshot.hypernodes)
-        self._report_topology_problems(self.topology.adjust(self.jobs.values()))
-        decisions = self.state.hypernode_decisions
-        for uid, job in self.jobs.items():
-            decision = decisions.get(uid)
-            if decision is not None or job.contains_network_topology:
-                self.topology.restore(job, decision)
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
-        self.enabled_actions = set(conf.actions)
         # each PodGroup's status at open, compared at close (session_status.status_changed): the
         # condition dicts are kept by reference, as no session edits one in place (PodGroup.clone), so an
         # unchanged status costs no comparison of their contents; a reused clone keeps the one it opened
@@ -194,10 +184,30 @@ class Session:
                 pg = job.podgroup
                 job.opened_status = (None if pg is None else
                                      (pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)))
+        self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
+        self._report_hypernode_problems(snapshot.hypernodes)
+        # a reused clone has no network topology (Cache.keep_clones): only the fresh ones can
+        self._report_topology_problems(self.topology.adjust(self.fresh_jobs))
+        decisions = self.state.hypernode_decisions
+        if decisions:
+            for uid, job in self.jobs.items():
+                decision = decisions.get(uid)
+                if decision is not None or (uid not in reused and job.contains_network_topology):
+                    self.topology.restore(job, decision)
+        else:
+            for job in self.fresh_jobs:
+                if job.contains_network_topology:
+                    self.topology.restore(job, None)
+        self.total_resource = Resource()
+        for n in self.node_list:
+            self.total_resource.add(n.allocatable)
+        self.enabled_actions = set(conf.actions)
         # any pod with inter-pod (anti-)affinity terms makes labels part of a task's shape
-        self.has_inter_pod_terms = any(
-            t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
-        ) or any(t.spec.has_inter_pod_terms for j in self.jobs.values() for t in j.tasks.values())
+        self.has_inter_pod_terms = snapshot.has_inter_pod_terms
+        if self.has_inter_pod_terms is None:
+            self.has_inter_pod_terms = any(
+                t.spec.has_inter_pod_terms for n in self.node_list for t in n.tasks.values()
+            ) or any(t.spec.has_inter_pod_terms for j in self.jobs.values() for t in j.tasks.values())
         self.plugins: dict[str, Plugin] = {}
         self._fns: dict[Point, dict[str, Callable]] = {p: {} for p in Point}
         self._tiered: dict[Point, list[list[Callable]]] = {}
