@@ -23,6 +23,7 @@ among them, as Volcano does (util/scheduler_helper.go · SelectBestNodeAndScore)
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -428,10 +429,18 @@ class ShapeIndex:
     Each leaf holds: feasible (counted in ``cnt``), fits Idle (gradient 1) or only
     FutureIdle (gradient 2), and the node's score.  Inner nodes hold the feasible
     count and, per gradient, the leftmost best-scoring leaf below them.
+
+    A changed node's verdict is taken at once (the search window is counted in feasible
+    nodes), but its score only when a search window first covers it: a leaf whose verdict and
+    gradient stay the same is marked ``stale`` and keeps its old score until then.  A query reads
+    only tree nodes inside its window, so it sees the same scores as a full refresh would give,
+    and a node that changes several times between two windows over it is scored once.  (Each
+    window covers a fraction of the nodes, 42% at 1,000 nodes and 10% at 5,000, so this saves
+    more the larger the cluster.)
     """
 
     __slots__ = ("search", "predicate_only", "size", "n", "cnt", "best1", "best2", "score", "gens", "log_pos",
-                 "failure")
+                 "failure", "lazy", "stale", "dirty")
 
     def __init__(self, search: NodeSearch, task: TaskInfo, predicate_only: bool) -> None:
         self.search = search
@@ -454,6 +463,11 @@ class ShapeIndex:
         self.log_pos = len(search.ssn.node_changes)
         # (log position, FitErrors) of the last failure: identical tasks fail alike until a node changes
         self.failure: tuple[int, FitErrors] | None = None
+        # scores taken when a window covers the node (see the class docstring); a subclass with a leaf
+        # evaluation of its own (PreemptIndex) re-evaluates whole leaves at once
+        self.lazy = type(self)._eval_leaf is ShapeIndex._eval_leaf
+        self.stale = bytearray(n)  # 1: leaf i's verdict is current, its score is not
+        self.dirty: list[int] = []  # the stale leaves, ascending
 
     def _eval_leaf(self, task: TaskInfo, i: int, node: NodeInfo) -> None:
         search = self.search
@@ -505,8 +519,13 @@ class ShapeIndex:
         return True
 
     def refresh(self, task: TaskInfo) -> None:
+        """Bring the verdicts up to date with the nodes changed since the last refresh (scores of
+        leaves whose verdict stays wait for ``_rescore``)."""
         changes = self.search.ssn.node_changes
         if self.log_pos == len(changes):
+            return
+        if self.lazy:
+            self._refresh_verdicts(task, changes)
             return
         nodes = self.search.nodes
         cnt, score, best1, best2, gens = self.cnt, self.score, self.best1, self.best2, self.gens
@@ -535,6 +554,123 @@ class ShapeIndex:
                     cnt[v], best1[v], best2[v] = c, b1, b2
                 v >>= 1
         self.log_pos = len(changes)
+
+    def _refresh_verdicts(self, task: TaskInfo, changes: list[int]) -> None:
+        """``refresh`` for the lazy index: each changed node's verdict now; a node that stays in the
+        same gradient only marked stale, its score taken by ``_rescore`` when a window covers it."""
+        search = self.search
+        nodes = search.nodes
+        cnt, best1, best2, gens, stale = self.cnt, self.best1, self.best2, self.gens, self.stale
+        size = self.size
+        predicate_only = self.predicate_only
+        resreq = task.resreq
+        predicate = search.ssn.predicate
+        future_entry = search.future_entry
+        started = perf_counter()
+        for i in changes[self.log_pos:]:
+            node = nodes[i]
+            g = node.generation
+            if gens[i] == g:
+                continue
+            gens[i] = g
+            # ``_eval_leaf``'s verdict, inlined
+            if predicate_only:
+                ok = idle = search.predicate_failure(task, node) is None
+            else:
+                _, future, same = future_entry(i, node)
+                ok = resreq.first_shortfall(future) is None
+                if ok:
+                    statuses = predicate(task, node)
+                    ok = not (statuses and any(s.code in FAILING_CODES for s in statuses))
+                idle = ok and (same or resreq.less_equal(node.idle))
+            v = size + i
+            if ok and cnt[v] and (best1[v] >= 0) == idle:
+                if not stale[i]:  # same gradient: only the score may have moved
+                    stale[i] = 1
+                    insort(self.dirty, i)
+                continue
+            # the leaf enters, leaves or changes gradient: score it now and walk up
+            search.predicate_time += perf_counter() - started
+            if stale[i]:
+                stale[i] = 0
+                dirty = self.dirty
+                del dirty[bisect_left(dirty, i)]
+            cnt[v] = 1 if ok else 0
+            if ok:
+                checked = perf_counter()
+                self.score[i] = search.shared_score(task, node)
+                search.scoring_time += perf_counter() - checked
+            best1[v] = i if idle else -1
+            best2[v] = i if ok and not idle else -1
+            self._walk_up(i)
+            started = perf_counter()
+        search.predicate_time += perf_counter() - started
+        self.log_pos = len(changes)
+
+    def _rescore(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> None:
+        """Score the stale leaves in ``ranges`` (the window about to be searched) and update the tree."""
+        dirty = self.dirty
+        if not dirty:
+            return
+        search = self.search
+        nodes, score, stale, best1, best2 = search.nodes, self.score, self.stale, self.best1, self.best2
+        shared_score = search.shared_score
+        size = self.size
+        for l, r in ranges:
+            a = bisect_left(dirty, l)
+            b = bisect_left(dirty, r, a)
+            if a == b:
+                continue
+            started = perf_counter()
+            for i in dirty[a:b]:
+                stale[i] = 0
+                new = shared_score(task, nodes[i])
+                old = score[i]
+                if new == old:
+                    continue
+                score[i] = new
+                # Only the score moved, within one gradient: walk up that gradient's best leaves alone.
+                # (Best leaf of a subtree: the highest score, the lowest index among equals.)
+                best = best1 if best1[size + i] == i else best2
+                v = (size + i) >> 1
+                if new > old:  # leaf i takes over each subtree it now beats, up to the first it does not
+                    while v:
+                        j = best[v]
+                        if j != i:
+                            sj = score[j]
+                            if new < sj or (new == sj and j < i):
+                                break
+                            best[v] = i
+                        v >>= 1
+                else:  # the subtrees leaf i was best of choose again
+                    while v and best[v] == i:
+                        c = 2 * v
+                        x, y = best[c], best[c + 1]
+                        best[v] = y if x < 0 else x if y < 0 or score[x] >= score[y] else y
+                        v >>= 1
+            del dirty[a:b]
+            search.scoring_time += perf_counter() - started
+
+    def _walk_up(self, i: int) -> None:
+        """Recompute the inner nodes above leaf ``i`` until nothing above can change: an inner node whose
+        count and best leaves stay the same, and whose best leaves are not leaf i (whose score may have
+        moved).  (``_pull`` inlined: this runs for every re-evaluated leaf of every shape.)"""
+        cnt, score, best1, best2 = self.cnt, self.score, self.best1, self.best2
+        v = (self.size + i) >> 1
+        while v:
+            l = 2 * v
+            r = l + 1
+            c = cnt[l] + cnt[r]
+            a, b = best1[l], best1[r]
+            b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+            a, b = best2[l], best2[r]
+            b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+            if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
+                if b1 != i and b2 != i:
+                    break
+            else:
+                cnt[v], best1[v], best2[v] = c, b1, b2
+            v >>= 1
 
     def _count(self, l: int, r: int) -> int:
         """Feasible leaves in [l, r)."""
@@ -604,7 +740,11 @@ class ShapeIndex:
         state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
         if total == 0:
             return start, 0
-        return start, (end + 1 if end >= 0 else n)
+        length = end + 1 if end >= 0 else n
+        if self.dirty:
+            last = start + length
+            self._rescore(task, ((start, last),) if last <= n else ((start, n), (0, last - n)))
+        return start, length
 
     def find(self, task: TaskInfo) -> Placement | FitErrors:
         search = self.search
