@@ -13,7 +13,7 @@ from vcsched.framework.interface import Action, ScoringError
 from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement
-from vcsched.framework.util import PriorityQueue
+from vcsched.framework.util import OrderedQueue, PriorityQueue
 
 from .allocate_topology import JobWorksheet, allocate_for_job, place, recorder
 
@@ -87,7 +87,7 @@ class AllocateAction(Action):
                     continue
                 tasks_by_job[job.uid] = tasks
             if queue.name not in jobs_by_queue:
-                jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
+                jobs_by_queue[queue.name] = OrderedQueue(ssn.job_order)
                 queues.push(queue)
             jobs_by_queue[queue.name].push(job)
 

@@ -9,7 +9,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.types import PodGroupPhase
 from vcsched.framework.interface import Action
 from vcsched.framework.session import Session
-from vcsched.framework.util import PriorityQueue
+from vcsched.framework.util import OrderedQueue, PriorityQueue
 
 log = structlog.get_logger("vcsched.enqueue")
 
@@ -26,7 +26,7 @@ class EnqueueAction(Action):
                 log.error("job's queue is not in the session", job=job.uid, queue=job.queue)
                 continue
             if queue.name not in jobs_by_queue:
-                jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
+                jobs_by_queue[queue.name] = OrderedQueue(ssn.job_order)
                 queues.push(queue)
             if job.is_pending():
                 jobs_by_queue[queue.name].push(job)
