@@ -99,7 +99,7 @@ def _requests_nonzero(containers: list[Mapping[str, Any]], parse_cpu, parse_mem)
 
 def build_pod_spec(pod: Mapping[str, Any]) -> PodSpec:
     """Parse a validated pod manifest."""
-    from .quantity import milli_value, parse_quantity, value
+    from .resource import _milli, _whole  # quantity strings converted once each (cached)
 
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -119,9 +119,7 @@ def build_pod_spec(pod: Mapping[str, Any]) -> PodSpec:
         for p in c.get("ports") or []:
             if p.get("hostPort"):
                 ports.append(HostPort(p.get("protocol") or "TCP", p.get("hostIP") or "0.0.0.0", int(p["hostPort"])))
-    cpu, mem = _requests_nonzero(
-        containers, lambda q: milli_value(parse_quantity(q)), lambda q: value(parse_quantity(q))
-    )
+    cpu, mem = _requests_nonzero(containers, _milli, _whole)
     ps = PodSpec(
         labels=dict(meta.get("labels") or {}),
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
