@@ -15,6 +15,7 @@ from vcsched.api.types import PodGroupPhase, Vote
 from vcsched.framework.arguments import Arguments
 from vcsched.framework.effects import Event
 from vcsched.framework.interface import Plugin, Point
+from vcsched.framework.settled import settled_book
 from vcsched.plugins.util import (
     allocated_task_num,
     deduct_sch_gated_resources,
@@ -55,15 +56,13 @@ class OvercommitPlugin(Plugin):
             used.add(node.used)
         # total × factor − used; may go negative
         self.idle = Resource(total.milli_cpu, total.memory, dict(total.scalars)).multi(self.factor).sub(used)
+        # what the admitted jobs hold back: the reused settled jobs' summed across sessions (settled.py)
         self.inqueue = Resource()
-        for job in ssn.jobs.values():
-            pg = job.podgroup
-            if pg is None or pg.min_resources is None:
-                continue
-            if pg.phase == PodGroupPhase.INQUEUE:
-                self.inqueue.add(deduct_sch_gated_resources(job, pg.min_resources.clone()))
-            elif pg.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= pg.min_member:
-                self.inqueue.add(deduct_sch_gated_resources(job, get_inqueue_resource(job, job.allocated)))
+        book = settled_book(ssn, self.name, 1)
+        for job in book.sync(ssn, _job_part):
+            self.inqueue.add(_job_part(job)[1][0])
+        for (held,) in book.sums.values():
+            self.inqueue.add(held)
 
         def job_enqueueable(job: JobInfo) -> Vote:
             pg = job.podgroup
@@ -87,3 +86,16 @@ class OvercommitPlugin(Plugin):
 
         ssn.add(Point.JOB_ENQUEUEABLE, self.name, job_enqueueable)
         ssn.add(Point.JOB_ENQUEUED, self.name, job_enqueued)
+
+
+def _job_part(job: JobInfo) -> tuple[str, tuple[Resource]]:
+    """What ``job`` holds back from admission: an Inqueue job its minResources, a Running one with at
+    least minMember allocated what of them is not allocated yet (scheduling-gated pods aside)."""
+    held = Resource()
+    pg = job.podgroup
+    if pg is not None and pg.min_resources is not None:
+        if pg.phase == PodGroupPhase.INQUEUE:
+            held = deduct_sch_gated_resources(job, pg.min_resources.clone())
+        elif pg.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= pg.min_member:
+            held = deduct_sch_gated_resources(job, get_inqueue_resource(job, job.allocated))
+    return "", (held,)

@@ -10,8 +10,8 @@ away those of the jobs no longer reused (a job the cache changed, or one deleted
 the others itself.  A session's cost then follows what changed, not what the cluster holds.
 
 The sums equal what a walk over every job would add up: every quantity is a whole number of
-milli-units or bytes, which floating point adds and takes away exactly, and a key whose jobs left is
-summed afresh from its remaining parts (so that its resource names are those a walk would find).
+milli-units or bytes, which floating point adds and takes away exactly, and a scalar resource leaves
+a sum with the last part that names it (so that its resource names are those a walk would find).
 A book is only trusted by the session right after the one that last brought it up to date (the
 snapshots' ``serial``): "reused" means "the same object as in the previous snapshot".  ``simulate``
 reuses nothing, so its sessions walk every job as before.
@@ -36,11 +36,15 @@ class SettledBook:
     """One owner's parts of the reused settled jobs (uid → part), their sums by key, and the reused
     jobs whose part cannot be kept (the owner walks those each session)."""
 
-    __slots__ = ("parts", "sums", "unkept", "serial", "width")
+    __slots__ = ("parts", "sums", "names", "counts", "unkept", "serial", "width")
 
     def __init__(self, width: int) -> None:
         self.parts: dict[str, Part] = {}
         self.sums: dict[str, tuple[Resource, ...]] = {}
+        # per key and quantity, how many parts name each scalar resource: a name no part has any more
+        # leaves the sum, as it would be absent from a walk's
+        self.names: dict[str, tuple[dict[str, int], ...]] = {}
+        self.counts: dict[str, int] = {}  # parts per key: a key without parts leaves the sums
         self.unkept: set[str] = set()
         self.serial = -1
         self.width = width
@@ -49,28 +53,42 @@ class SettledBook:
         acc = self.sums.get(key)
         if acc is None:
             self.sums[key] = tuple(r.clone() for r in vector)
+            self.names[key] = tuple({name: 1 for name in r.scalars} for r in vector)
+            self.counts[key] = 1
             return
-        for a, r in zip(acc, vector):
+        self.counts[key] += 1
+        for a, r, names in zip(acc, vector, self.names[key]):
             a.add(r)
+            for name in r.scalars:
+                names[name] = names.get(name, 0) + 1
+
+    def _sub(self, key: str, vector: tuple[Resource, ...]) -> None:
+        left = self.counts[key] - 1
+        if not left:
+            del self.sums[key], self.names[key], self.counts[key]
+            return
+        self.counts[key] = left
+        acc = self.sums[key]
+        for a, r, names in zip(acc, vector, self.names[key]):
+            a.sub(r)
+            for name in r.scalars:
+                left = names[name] - 1
+                if left:
+                    names[name] = left
+                else:
+                    del names[name]
+                    del a.scalars[name]
 
     def sync(self, ssn: "Session", contribute: Callable[[JobInfo], Part | None]) -> list[JobInfo]:
         """Bring the book to ``ssn``'s reused jobs; return the jobs the owner walks itself: those the
         snapshot cloned afresh and the reused ones whose part is not kept."""
         jobs, reused = ssn.jobs, ssn.reused
         if self.serial != ssn.serial - 1:
-            self.parts, self.sums, self.unkept = {}, {}, set()
+            self.parts, self.sums, self.names, self.counts, self.unkept = {}, {}, {}, {}, set()
         self.serial = ssn.serial
         parts = self.parts
-        gone = parts.keys() - reused
-        if gone:
-            stale = set()
-            for uid in gone:
-                stale.add(parts.pop(uid)[0])
-            for key in stale:
-                del self.sums[key]
-            for key, vector in parts.values():
-                if key in stale:
-                    self._add(key, vector)
+        for uid in parts.keys() - reused:
+            self._sub(*parts.pop(uid))
         self.unkept &= reused
         for uid in reused - parts.keys() - self.unkept:
             part = contribute(jobs[uid])

@@ -25,6 +25,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ..api.types import TaskStatus
 from ..cache import Cache
 from ..conf import DEFAULT_SCHEDULER_CONF, ConfError, SchedulerConfiguration, parse_conf
 from ..plugins.deviceshare import device_builder, deviceshare_args
@@ -47,6 +48,13 @@ log = structlog.get_logger("vcsched.kube")
 
 CONF_KEY = "volcano-scheduler.conf"
 STALE_RECHECK = 0.05  # seconds between two looks at watches catching up
+# A session runs on a worker thread, so that the Lease is renewed and watch events flow meanwhile;
+# but a worker thread holding the GIL makes the loop wait up to a switch interval (5 ms) for each of
+# its I/O completions, which costs a pod waiting for its bind more than a short session itself.  A
+# session expected to be short (the last one took less than INLINE_SESSION seconds and there are at
+# most INLINE_TASKS pending tasks) runs on the loop.
+INLINE_SESSION = 0.01
+INLINE_TASKS = 32
 
 @dataclass(slots=True)
 class RunOptions:
@@ -244,6 +252,18 @@ class QueueInitError(Exception):
     """The root or default queue could not be created: exit 1, as Volcano's scheduler does."""
 
 
+def pending_tasks(snapshot: Snapshot, limit: int) -> int:
+    """The snapshot's pending tasks, counted up to just past ``limit`` (reused clones have none)."""
+    n = 0
+    reused = snapshot.reused
+    for uid, job in snapshot.jobs.items():
+        if uid not in reused:
+            n += job.count(TaskStatus.Pending)
+            if n > limit:
+                break
+    return n
+
+
 class Runtime:
     def __init__(self, client: KubeClient, options: RunOptions) -> None:
         self.client = client
@@ -281,6 +301,7 @@ class Runtime:
         self.synced = asyncio.Event()
         self.sessions = 0
         self._cycle_seconds = 0.0  # how long the last cycle took (snapshot, session, effects dispatched)
+        self._session_seconds = 1.0  # the last session's own time (none yet: assume a long one)
         self._session_done_at: float | None = None  # loop time of the last session completed (or leadership taken)
         self.health = Health()
         self.health.readiness(lambda: None if self.synced.is_set() else "scheduler: caches not synced")
@@ -451,8 +472,10 @@ class Runtime:
     def _session(self, snapshot: Snapshot) -> tuple[Session, list[Effect]]:
         """On the worker thread: the session, then the settled jobs it left as they were kept for the next
         snapshot, which need not clone them again (Cache.keep_clones reads only the session's clones)."""
+        started = time.perf_counter()
         ssn, effects = self.scheduler.run_session(snapshot)
         self.cache.keep_clones(ssn, *touched_jobs(effects))
+        self._session_seconds = time.perf_counter() - started
         return ssn, effects
 
     async def run_session(self) -> None:
@@ -464,7 +487,10 @@ class Runtime:
         generation = self.feeder.next_generation()
         self.trigger.take()  # a change from now on starts the next cycle
         snapshot = self.cache.snapshot()
-        ssn, effects = await asyncio.to_thread(self._session, snapshot)
+        if self._session_seconds < INLINE_SESSION and pending_tasks(snapshot, INLINE_TASKS) <= INLINE_TASKS:
+            ssn, effects = self._session(snapshot)
+        else:
+            ssn, effects = await asyncio.to_thread(self._session, snapshot)
         self.scheduler.publish(ssn)
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():
