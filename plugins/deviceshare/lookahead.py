@@ -105,18 +105,23 @@ class SessionPlan:
 class PlanNode:
     """A node as the plan sees it: idle CPU and memory, and its GPUs (none for a node without vGPU);
     ``topo``: its cards' topology (topology.py), ``layout``: a key of its topology and of which card is
-    in which state (None without topology)."""
+    in which state, ``domains``: the same up to the order of the domains and of the cards inside each
+    (what a one-card request's score depends on); both None without topology.  ``states`` (shared by
+    the plan's nodes) numbers the GPU states, so that the memo's keys are small: ``gid`` the GPU states,
+    ``lid`` with the layout, ``did`` with the domains."""
 
-    __slots__ = ("name", "milli_cpu", "memory", "cards", "gpus", "topo", "topo_key", "layout")
+    __slots__ = ("name", "milli_cpu", "memory", "cards", "gpus", "topo", "topo_key", "layout", "domains",
+                 "states", "gid", "lid", "did")
 
     def __init__(self, name: str, milli_cpu: float, memory: float, cards: list[list[Any]],
-                 topo: CardTopology | None = None, topo_key: int = -1) -> None:
+                 topo: CardTopology | None = None, topo_key: int = -1, states: dict | None = None) -> None:
         self.name = name
         self.milli_cpu = milli_cpu
         self.memory = memory
         self.cards = cards
         self.topo = topo
         self.topo_key = topo_key
+        self.states = states if states is not None else {}
         self.refresh()
 
     def key(self) -> tuple:
@@ -124,13 +129,24 @@ class PlanNode:
         return tuple(sorted(tuple(c[:INDEX]) for c in self.cards))
 
     def refresh(self) -> None:
-        self.gpus = self.key()
-        self.layout = None if self.topo is None else (
-            self.topo_key, tuple((c[USED_NUM], c[USED_CORE], c[USED_MEM]) for c in self.cards))
+        states = self.states
+        gpus = self.gpus = self.key()
+        self.gid = states.setdefault(gpus, len(states))
+        topo = self.topo
+        if topo is None:
+            self.layout = self.domains = None
+            self.lid = self.did = self.gid
+            return
+        cards = self.cards
+        self.layout = (self.topo_key, tuple((c[USED_NUM], c[USED_CORE], c[USED_MEM]) for c in cards))
+        self.domains = (self.topo_key, tuple(sorted(tuple(sorted(tuple(cards[p][:INDEX]) for p in dom))
+                                                    for dom in topo.domains)))
+        self.lid = states.setdefault((gpus, self.layout), len(states))
+        self.did = states.setdefault((gpus, self.domains), len(states))
 
     def copy(self) -> "PlanNode":
         return PlanNode(self.name, self.milli_cpu, self.memory, [list(c) for c in self.cards], self.topo,
-                        self.topo_key)
+                        self.topo_key, self.states)
 
 
 def _memreq(card: list[Any], c) -> int:
@@ -276,21 +292,32 @@ def _single(job) -> bool:
     return getattr(job, "min_available", 1) <= 1
 
 
-def _score_on(n: PlanNode, memo: dict, scorer: FragmentationScorer, req, cpu: float, mem: float,
-              type_ok: Callable[[Any, str], bool], pending: int = 0) -> float:
+def _score_on(n: PlanNode, memo: dict, scorer: FragmentationScorer, req, rid: tuple[int, int], cpu: float,
+              mem: float, type_ok: Callable[[Any, str], bool], pending: int = 0) -> float:
     """The task's score on the node, -1 where it does not fit; memoised by node state (for a
-    device-topology request on a node with topology, by which card is in which state too)."""
+    device-topology request on a node with topology, by which card is in which state too).  ``rid``:
+    (the request's number in the plan, ``_shape_kind``)."""
     if n.milli_cpu < cpu or n.memory < mem or (req is not None and not n.cards):
         return -1.0
     model = scorer.model
-    key = (req, model.levels(n.milli_cpu, n.memory), model.levels(n.milli_cpu - cpu, n.memory - mem), n.gpus,
-           n.layout if req is not None and req.topology else None)
+    number, kind = rid
+    key = (number, model.levels(n.milli_cpu, n.memory), model.levels(n.milli_cpu - cpu, n.memory - mem),
+           n.gid if kind == 0 else (n.did if kind == 1 else n.lid))
     hit = memo.get(key)
     if hit is None:
         out = place(scorer, n, req, cpu, mem, type_ok, pending)
         hit = -1.0 if out is None else out[0] + (WHOLE if _multi(req) and _whole(n, out[1]) else 0.0)
         remember(memo, key, hit)
     return hit
+
+
+def _shape_kind(req) -> int:
+    """What a request's score depends on beyond the GPU states: 0 nothing (no device topology), 1 the
+    domains' states (one card: the best card's score, whatever their order), 2 which card is in which
+    state."""
+    if req is None or not req.topology:
+        return 0
+    return 1 if len(req.containers) == 1 and req.containers[0].nums == 1 else 2
 
 
 def _multi(req) -> bool:
@@ -311,10 +338,10 @@ def _whole(n: PlanNode, picks: tuple[tuple[int, ...], ...]) -> bool:
     return True
 
 
-def _fits(nodes: list[PlanNode], memo: dict, scorer: FragmentationScorer, task, req,
+def _fits(nodes: list[PlanNode], memo: dict, scorer: FragmentationScorer, task, req, rid: tuple[int, int],
           type_ok: Callable[[Any, str], bool], pending: int) -> bool:
     cpu, mem = task.resreq.milli_cpu, task.resreq.memory
-    return any(_score_on(n, memo, scorer, req, cpu, mem, type_ok, pending) >= 0 for n in nodes)
+    return any(_score_on(n, memo, scorer, req, rid, cpu, mem, type_ok, pending) >= 0 for n in nodes)
 
 
 def plan_session(ssn: "Session", family, scorer: FragmentationScorer, request_of: Callable[[Any], Any],
@@ -326,17 +353,18 @@ def plan_session(ssn: "Session", family, scorer: FragmentationScorer, request_of
     pending = getattr(family, "pending_cards", 0)
     nodes: list[PlanNode] = []
     topo_keys: dict[tuple, int] = {}  # a small key per distinct topology (the memo's)
+    states: dict[tuple, int] = {}  # a small key per distinct node state (the memo's)
     for node in ssn.node_list:
         d = node.devices.get(family.key)
         idle = node.idle
         if d is None:
-            nodes.append(PlanNode(node.name, idle.milli_cpu, idle.memory, []))
+            nodes.append(PlanNode(node.name, idle.milli_cpu, idle.memory, [], states=states))
         elif d.mode == hami_core and all(g.mig_template is None for g in d.devices):
             topo = getattr(d, "topology", None)
             k = -1 if topo is None else topo_keys.setdefault((topo.domains, topo.links), len(topo_keys))
             nodes.append(PlanNode(node.name, idle.milli_cpu, idle.memory, [
                 [g.type, g.memory, g.number, g.used_num, g.used_core, g.used_mem, g.index] for g in d.devices],
-                topo, k))
+                topo, k, states))
     # the cluster as the session opened: a task is held back only where it would have fit
     initial = [n.copy() for n in nodes]
     order = []
@@ -352,14 +380,16 @@ def plan_session(ssn: "Session", family, scorer: FragmentationScorer, request_of
     order.sort(key=plan_order)
     plan = SessionPlan()
     memo: dict[tuple, Any] = {}
+    requests: dict[Any, int] = {}  # a small key per distinct request (the memo's)
     queues: set[str] = set()  # the queues of the tasks planned so far
     for *_, task, req, job in order:
         cpu, mem = task.resreq.milli_cpu, task.resreq.memory
+        rid = (requests.setdefault(req, len(requests)), _shape_kind(req))
         top = ceiling(req)
         best = None
         best_score = -1.0
         for n in nodes:
-            hit = _score_on(n, memo, scorer, req, cpu, mem, type_ok, pending)
+            hit = _score_on(n, memo, scorer, req, rid, cpu, mem, type_ok, pending)
             if hit > best_score:
                 best, best_score = n, hit
                 if hit >= (top or 100.0) + (WHOLE if _multi(req) else 0.0):
@@ -367,7 +397,7 @@ def plan_session(ssn: "Session", family, scorer: FragmentationScorer, request_of
         if best is None:
             plan.unplaced.add(task.uid)
             if (hold_back and req is not None and queues <= {job.queue} and _single(job)
-                    and _fits(initial, memo, scorer, task, req, type_ok, pending)):
+                    and _fits(initial, memo, scorer, task, req, rid, type_ok, pending)):
                 plan.held.add(task.uid)
             continue
         queues.add(job.queue)
