@@ -33,12 +33,12 @@ def test_nodes_to_find_follows_volcanos_flags(options, n, expected):
 
 
 def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int, cycles: int = 2,
-               tie_break: random.Random | None = None) -> list[tuple[str, str]]:
+               tie_break: random.Random | None = None, conf: str = DEFAULT_SCHEDULER_CONF) -> list[tuple[str, str]]:
     if not shared:
         monkeypatch.setattr(NodeSearch, "shareable", lambda self, task: False)
     args = argparse.Namespace(nodes=nodes, node_cpu="8", node_memory="16Gi", node_pods=20, pods=pods,
                               gang_size=gang, cpu="250m,1,3", memory="512Mi,2Gi,5Gi", seed=7)
-    effects = run_cycles(args, parse_conf(DEFAULT_SCHEDULER_CONF), cycles, tie_break)
+    effects = run_cycles(args, parse_conf(conf), cycles, tie_break)
     return [(e.name, e.node) for e in effects if isinstance(e, Bind)]
 
 
@@ -49,6 +49,22 @@ def test_shared_search_equals_node_by_node_search(monkeypatch, nodes, pods, gang
     shared = placements(monkeypatch, True, nodes, pods, gang)
     assert shared == direct
     assert len(direct) > pods // 3  # the cluster fills up: failures and full nodes are exercised too
+
+
+@pytest.mark.parametrize("scorers, ties", [("nodeorder", None), ("binpack", None), ("nodeorder", 5)])
+def test_shared_search_with_rising_or_falling_scores(monkeypatch, scorers, ties):
+    """The shared search scores a changed node when a window first covers it, and walks the tree up
+    by whether its score rose (binpack alone: a placement raises the node's score) or fell
+    (nodeorder's LeastAllocated alone: it lowers it); either way, with or without the random
+    tie-break, it chooses what the node-by-node search chooses."""
+    conf = DEFAULT_SCHEDULER_CONF.replace("  - name: nodeorder\n  - name: binpack\n", f"  - name: {scorers}\n")
+    assert conf != DEFAULT_SCHEDULER_CONF
+    draw = (lambda: random.Random(ties)) if ties is not None else (lambda: None)
+    direct = placements(monkeypatch, False, 120, 900, 1, tie_break=draw(), conf=conf)
+    monkeypatch.undo()
+    shared = placements(monkeypatch, True, 120, 900, 1, tie_break=draw(), conf=conf)
+    assert shared == direct
+    assert len(direct) > 300
 
 
 @pytest.mark.parametrize("nodes, pods, gang", [(150, 900, 1), (40, 400, 10)])
