@@ -2,7 +2,9 @@
 
 - Bind: POST pods/{name}/binding, a v1 Binding whose metadata.annotations are the
   Bind effect's annotations (spec/devices.md §1.3).  Binds run in the background,
-  at most ``bind_workers`` at once; the pod is assumed on its node in the cache
+  at most ``bind_workers`` at once; a freed slot goes first to the binds of jobs a session
+  placed at most EXPRESS_BINDS pods of, so that a single pod is not queued behind the thousands
+  of a gang placed a moment before (BindSlots); the pod is assumed on its node in the cache
   at dispatch.  429, 5xx and timeouts are retried with backoff; 409 means the pod
   is bound already (by us, on a retry whose first answer was lost, or by someone
   else): the pod is re-read, never bound again.  A bind that fails for good
@@ -23,11 +25,13 @@ Every status write answers with the object, which goes straight into the cache.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import dataclasses
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -291,6 +295,53 @@ def _object_key(e: Effect) -> tuple[str, ...]:
     raise TypeError(f"not a background write: {type(e).__name__}")
 
 
+# a job with at most this many binds in a session's effects is served first when a bind slot frees
+EXPRESS_BINDS = 16
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+class BindSlots:
+    """At most ``n`` binds on the wire.  A freed slot goes to the longest-waiting express bind, else
+    to the longest-waiting other one (each lane first come, first served)."""
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self._waiting: tuple[collections.deque, collections.deque] = (collections.deque(), collections.deque())
+
+    @contextlib.asynccontextmanager
+    async def lane(self, express: bool) -> AsyncIterator[None]:
+        await self._acquire(express)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, express: bool) -> None:
+        if self.free > 0 and not self._waiting[0] and not self._waiting[1]:
+            self.free -= 1
+            return
+        slot = asyncio.get_running_loop().create_future()
+        self._waiting[0 if express else 1].append(slot)
+        try:
+            await slot
+        except asyncio.CancelledError:
+            if slot.done() and not slot.cancelled():
+                self._release()  # handed a slot as it was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # gone already if a release passed it over
+                    self._waiting[0 if express else 1].remove(slot)
+            raise
+
+    def _release(self) -> None:
+        for waiting in self._waiting:
+            while waiting:
+                slot = waiting.popleft()
+                if not slot.done():
+                    slot.set_result(None)
+                    return
+        self.free += 1
+
+
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
                  bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
@@ -301,7 +352,7 @@ class KubeSink:
         self.scheduler_name = scheduler_name
         self.retry = retry or Retry()
         self.events = EventRecorder(client, scheduler_name)
-        self._bind_slots = asyncio.Semaphore(bind_workers)
+        self._bind_slots = BindSlots(bind_workers)
         self.writes = Writes(status_workers)
         self._binds: set[asyncio.Task[None]] = set()
         self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
@@ -319,6 +370,11 @@ class KubeSink:
         What the next session must see is in the cache at once: a bound pod assumed on its node, an
         evicted pod Releasing, a PodGroup's new status."""
         unlocked: str | None = None  # the node whose lock was just refused: its Bind does not go out
+        binds_per_job: dict[str, int] = {}
+        for e in effects:
+            if isinstance(e, Bind):
+                job = self._job_of(e)
+                binds_per_job[job] = binds_per_job.get(job, 0) + 1
         for e in effects:
             if isinstance(e, NodeLock):
                 # awaited: the lock is on the node before the next Bind goes out
@@ -329,6 +385,7 @@ class KubeSink:
                 self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
                                  f"failed to lock node {e.node}; the pod stays pending")
             elif isinstance(e, Bind):
+                express = binds_per_job[self._job_of(e)] <= EXPRESS_BINDS
                 owed = self.feeder.group_annotation(e.uid)
                 if owed:  # the pod's group annotation, owed by the controller in this process, goes with it
                     e = dataclasses.replace(e, annotations={**owed, **e.annotations})
@@ -339,7 +396,7 @@ class KubeSink:
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
                 made = self._group_made(e.uid)
-                task = asyncio.create_task(self._bind(e, mine, made))
+                task = asyncio.create_task(self._bind(e, mine, made, express))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
             elif isinstance(e, Event):
@@ -359,6 +416,13 @@ class KubeSink:
                         self._after(made, lambda e=e: self.writes.submit(_object_key(e), e, self._write))
                         continue
                 self.writes.submit(_object_key(e), e, self._write)
+
+    def _job_of(self, e: Bind) -> str:
+        """The PodGroup a bound pod belongs to (its own uid for a pod without one)."""
+        pod = self.feeder.pods.get(e.uid)
+        annotations = ((pod or {}).get("metadata") or {}).get("annotations") or {}
+        group = annotations.get(GROUP_ANNOTATION) or e.annotations.get(GROUP_ANNOTATION)
+        return f"{e.namespace}/{group}" if group else e.uid
 
     # -- predicted PodGroups (provisional.py): their writes wait until the controller has made them ----
 
@@ -484,7 +548,8 @@ class KubeSink:
 
     # -- bind ----------------------------------------------------------------------------------
 
-    async def _bind(self, e: Bind, mine: Assumed | None, made: asyncio.Future[bool] | None = None) -> None:
+    async def _bind(self, e: Bind, mine: Assumed | None, made: asyncio.Future[bool] | None = None,
+                    express: bool = False) -> None:
         started = time.perf_counter()
         if made is not None and not await self._made(made):
             # its PodGroup is not the one predicted, or was not made (or shutdown came first): never
@@ -497,7 +562,7 @@ class KubeSink:
             "target": {"apiVersion": "v1", "kind": "Node", "name": e.node},
         }
         path = PODS.path(e.namespace, e.name, "binding")
-        async with self._bind_slots:
+        async with self._bind_slots.lane(express):
             if self.closing:
                 # never sent: the pod is pending for whoever schedules next, nothing of it on the node
                 self.feeder.forget(e.uid, mine)

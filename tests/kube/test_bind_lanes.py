@@ -1,0 +1,52 @@
+"""The sink's bind lanes: a job a session places a few pods of is not queued behind a gang's thousands."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from .conftest import conf_map, eventually, node, pod, podgroup, queue
+
+pytestmark = pytest.mark.asyncio
+
+CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: predicates
+  - name: proportion
+"""
+
+
+def gang_bind(r) -> bool:
+    return r.subresource == "binding" and (r.name or "").startswith("gang-")
+
+
+async def test_a_freed_bind_slot_goes_to_a_single_pod_before_a_gangs_waiting_binds(api, start):
+    """Four bind slots, a gang of 40 placed: four of its binds on the wire (held), 36 waiting for a slot.
+    A single pod placed next waits too; when the four are answered, the first freed slot is its own,
+    not the 36 gang binds' that waited longer (they are held at the server until the end)."""
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(conf_map(CONF))
+    api.put(node("n1", cpu="64", memory="256Gi"))
+    api.put(podgroup("gang", min_member=40))
+    for i in range(40):
+        api.put(pod(f"gang-{i}", "gang", cpu="100m"))
+    first, rest = asyncio.Event(), asyncio.Event()
+    api.fail(gang_bind, times=4, gate=first)
+    api.fail(gang_bind, times=36, gate=rest)
+    rt = await start(bind_workers=4)
+    await eventually(lambda: sum(1 for r in api.requests if gang_bind(r)) == 4 and rt.sink.binds_in_flight == 40,
+                     "four of the gang's binds on the wire, the others waiting for a slot")
+    api.put(podgroup("single"))
+    api.put(pod("single-0", "single", cpu="100m"))
+    await eventually(lambda: rt.sink.binds_in_flight == 41, "the single pod's bind waiting for a slot")
+    first.set()
+    await eventually(lambda: ("default", "single-0", "n1") in api.bindings, "the single pod bound")
+    assert sum(1 for b in api.bindings if b[1].startswith("gang-")) == 4  # the 36 still held
+    rest.set()
+    await eventually(lambda: sum(1 for b in api.bindings if b[1].startswith("gang-")) == 40, "the gang bound")
