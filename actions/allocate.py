@@ -62,7 +62,7 @@ class AllocateAction(Action):
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         sheets: dict[str, JobWorksheet] = {}  # jobs with a hard network topology or subgroups
-        for job in ssn.jobs.values():
+        for job in ssn.fresh_jobs:  # a reused clone is settled: nothing to place (Session.fresh_jobs)
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
                     continue

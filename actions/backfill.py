@@ -53,7 +53,7 @@ class BackfillAction(Action):
     def candidates(ssn: Session) -> list[TaskInfo]:
         """BestEffort tasks of running-eligible jobs: queues, then jobs, then tasks, in order."""
         by_queue: dict[str, list] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.fresh_jobs:  # a reused clone is settled: no candidate in it
             if not job.by_status.get(TaskStatus.Pending) and not job.by_status.get(TaskStatus.Pipelined):
                 continue  # no candidate in it (JobValid is only a check)
             if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:

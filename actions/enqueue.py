@@ -20,7 +20,7 @@ class EnqueueAction(Action):
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.fresh_jobs:  # a reused clone is settled, its PodGroup Running or Completed
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 log.error("job's queue is not in the session", job=job.uid, queue=job.queue)

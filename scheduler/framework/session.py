@@ -176,7 +176,9 @@ class Session:
         # with last time, which is still its status (Cache.keep_clones)
         reused = self.reused
         self.serial = snapshot.serial
-        # the jobs cloned afresh for this session: what a sum kept over the reused ones walks (settled.py)
+        # the jobs cloned afresh for this session, in the order of ``jobs``: the only ones that can have
+        # a task to place or a PodGroup to enqueue (a reused clone is settled), and what a sum kept over
+        # the reused ones walks (settled.py)
         self.fresh_jobs: list[JobInfo] = []
         for uid, job in self.jobs.items():
             if uid not in reused:
