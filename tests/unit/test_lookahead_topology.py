@@ -150,3 +150,39 @@ def test_the_allocation_takes_the_planned_cards():
     assert cards(binds["triple"]) == set(plan.cards("triple", "n")) == {0, 1, 2}
     myopic, _ = run(nodes, pods, lookahead=False)
     assert cards(myopic["pair"]) == {0, 1} and cards(myopic["triple"]) == {4, 5, 6}
+
+
+def test_the_plan_ranks_a_placement_inside_one_group_above_any_split_one():
+    """The plan's own ranking (lookahead._score_on): a preferred 2-card pod scores WHOLE more on a node
+    where it lies inside one group (a: cards 0-1 free in group 0-3) than on one where it must be split
+    (b: cards 0 and 4 free), so it is split only where no node has a group for it; a one-card pod gets
+    no such bonus (nothing to keep together), and a node without topology none either."""
+    from vcsched.plugins.deviceshare.fragmentation import FragmentationModel, FragmentationScorer, TaskShape
+    from vcsched.plugins.deviceshare.lookahead import WHOLE, PlanNode, _score_on, _shape_kind
+    from vcsched.plugins.deviceshare.topology import CardTopology
+    from vcsched.plugins.deviceshare.vgpu import ContainerRequest, VGPURequest, type_allowed
+
+    topo = CardTopology(tuple(str(i) for i in range(8)), (tuple(sorted(D0)), tuple(sorted(D1))),
+                        (0, 0, 0, 0, 1, 1, 1, 1), None, "test")
+    model = FragmentationModel([(TaskShape(1000, 0, 2, 100, 100, 0, None, None), 1.0)], {"NVIDIA-T4": 24},
+                               streams=8)
+    scorer = FragmentationScorer(model, 8)
+
+    def plan_node(name: str, free: set[int], topology=topo) -> PlanNode:
+        cards = [["NVIDIA-T4", CARD, 10, 0, 0, 0, i] if i in free else ["NVIDIA-T4", CARD, 10, 1, 100, CARD, i]
+                 for i in range(GPUS)]
+        return PlanNode(name, 64000, 256 << 30, cards, topology, 0 if topology else -1, states)
+
+    states: dict = {}
+    a, b, c = plan_node("a", {0, 1}), plan_node("b", {0, 4}), plan_node("c", {0, 1}, None)
+    pair = VGPURequest((ContainerRequest(2, 0, 100, 100),), None, "", (), (), None, None, (), ("", ""),
+                       topology="preferred")
+    one = VGPURequest((ContainerRequest(1, 0, 100, 100),), None, "", (), (), None, None, (), ("", ""),
+                      topology="preferred")
+
+    def score(n: PlanNode, req, number: int) -> float:
+        return _score_on(n, {}, scorer, req, (number, _shape_kind(req)), 1000, 0, type_allowed, 2)
+
+    assert score(a, pair, 0) >= WHOLE > score(b, pair, 0) >= 0
+    assert 0 <= score(c, pair, 0) < WHOLE  # no topology: nothing says the cards are together
+    assert max(score(n, one, 1) for n in (a, b, c)) < WHOLE
