@@ -614,7 +614,7 @@ class ShapeIndex:
             return
         search = self.search
         nodes, score, stale, best1, best2 = search.nodes, self.score, self.stale, self.best1, self.best2
-        shared_score = search.shared_score
+        scorers = search.shared_scorers  # ``shared_score`` inlined: the same sum in the same order
         size = self.size
         for l, r in ranges:
             a = bisect_left(dirty, l)
@@ -624,7 +624,10 @@ class ShapeIndex:
             started = perf_counter()
             for i in dirty[a:b]:
                 stale[i] = 0
-                new = shared_score(task, nodes[i])
+                node = nodes[i]
+                new = 0.0
+                for fn in scorers:
+                    new += fn(task, node)
                 old = score[i]
                 if new == old:
                     continue
