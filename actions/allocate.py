@@ -9,7 +9,7 @@ from vcsched.api.queue_info import QueueInfo
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import PodGroupPhase, TaskStatus
 from vcsched.framework.arguments import Arguments
-from vcsched.framework.interface import Action, ScoringError
+from vcsched.framework.interface import Action, Point, ScoringError
 from vcsched.framework.node_search import NodeSearch, Placement, PredicateErrorCache
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement
@@ -42,11 +42,37 @@ def predicate_error_cache(ssn: Session, job: JobInfo) -> PredicateErrorCache | N
 
 
 def worksheet(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
-    """The job's pending tasks that allocate may place: not gated, not BestEffort."""
-    return PriorityQueue(
-        ssn.task_order,
-        (t for t in job.tasks_in(TaskStatus.Pending) if not t.scheduling_gated and not t.best_effort),
-    )
+    """The job's pending tasks that allocate may place: not gated, not BestEffort.
+
+    Sorted once (OrderedQueue) when Session.task_order is a strict total order on them whose answers
+    do not change while they wait: every TaskOrderFn says it is such a weak order (``stable``), and
+    the default comparison (CompareTask) either compares every pair by pod-name index or none (with
+    some names indexed and others not it need not be transitive, and a heap's pops depend on its
+    layout).  A gang of 10,000 tasks: about 10,000 comparisons in place of 150,000."""
+    tasks = [t for t in job.tasks_in(TaskStatus.Pending) if not t.scheduling_gated and not t.best_effort]
+    if len(tasks) > 16 and _sortable(ssn, tasks):
+        return OrderedQueue(ssn.task_order, tasks)
+    return PriorityQueue(ssn.task_order, tasks)
+
+
+def _sortable(ssn: Session, tasks: list[TaskInfo]) -> bool:
+    if not all(getattr(fn, "stable", False) for fn in ssn.fns(Point.TASK_ORDER)):
+        return False
+    indexed = None
+    for t in tasks:  # CompareTask's test: three or more "-"-separated parts, the last an integer
+        parts = t.name.split("-")
+        has = False
+        if len(parts) >= 3:
+            try:
+                int(parts[-1])
+                has = True
+            except ValueError:
+                pass
+        if indexed is None:
+            indexed = has
+        elif has != indexed:
+            return False
+    return True
 
 
 class AllocateAction(Action):

@@ -65,6 +65,11 @@ def task_order(l: TaskInfo, r: TaskInfo) -> int:
     return -1 if l.priority > r.priority else 1
 
 
+# A weak order on what a queued task keeps (its priority): allocate may sort a job's tasks once
+# (actions/allocate.py · worksheet)
+task_order.stable = True
+
+
 def job_order(l: JobInfo, r: JobInfo) -> int:
     """Higher job priority first."""
     if l.priority > r.priority:

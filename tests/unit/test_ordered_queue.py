@@ -66,3 +66,32 @@ def test_clone_pops_independently():
     assert [q.pop() for _ in range(3)] == [1, 5, 9]
     assert [c.pop() for _ in range(3)] == [1, 5, 9]
     assert q.empty() and c.empty()
+
+
+class FakeSession:
+    def __init__(self, fns) -> None:
+        self._fns = fns
+
+    def fns(self, point):
+        return self._fns
+
+
+class Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_allocate_sorts_a_jobs_tasks_only_under_a_transitive_task_order():
+    """allocate's worksheet sorts when every TaskOrderFn is ``stable`` and CompareTask compares every
+    pair of names by index or none: with some names indexed and others not it can be intransitive."""
+    from vcsched.actions.allocate import _sortable
+    from vcsched.plugins.priority import task_order
+
+    indexed = [Named(f"job-1-task-{i}") for i in range(20)]
+    plain = [Named(f"worker{i}") for i in range(20)]
+    assert _sortable(FakeSession([task_order]), indexed)
+    assert _sortable(FakeSession([task_order]), plain)
+    assert _sortable(FakeSession([]), indexed)
+    assert not _sortable(FakeSession([task_order]), indexed + [Named("job-1-task-x")])
+    assert not _sortable(FakeSession([task_order]), plain + indexed)
+    assert not _sortable(FakeSession([lambda l, r: 0]), indexed)  # a TaskOrderFn that does not say
