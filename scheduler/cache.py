@@ -149,6 +149,8 @@ class Cache:
         self._reusable: dict[str, JobInfo] = {}
         self._changed_jobs: set[str] = set()
         self._snapshots = 0  # snapshots taken (Snapshot.serial)
+        # node name -> (the cache's node, a session's clone of it) that the next snapshot may use again
+        self._node_clones: dict[str, tuple[NodeInfo, NodeInfo]] = {}
         self._inter_pod_tasks: set[str] = set()  # uids of the pods with inter-pod (anti-)affinity terms
         # resource.k8s.io DeviceClasses, ResourceSlices, ResourceClaims and their templates (api/dra_cache.py)
         self.dra = DraCache()
@@ -175,6 +177,7 @@ class Cache:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
         self._reusable.clear()  # requests are counted again
+        self._node_clones.clear()
         ignored = frozenset(getattr(devices, "ignored", ()))
         changed, self.ignored = ignored != self.ignored, ignored
         if changed:
@@ -461,11 +464,12 @@ class Cache:
     def snapshot(self) -> Snapshot:
         """Clones of the ready nodes, every job with a PodGroup and a known queue, and all queues."""
         jobs: dict[str, JobInfo] = {}
-        clones: dict[str, TaskInfo] = {}
         reused: set[str] = set()
+        fresh_on: set[str] = set()  # the nodes holding a task of a job cloned afresh
         self._snapshots += 1
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
+        node_clones, self._node_clones = self._node_clones, {}
         for uid, job in self.jobs.items():
             if job.podgroup is None:
                 continue
@@ -478,17 +482,27 @@ class Cache:
             c = reusable.get(uid)
             if c is None or uid in changed:
                 c = job.clone()
+                if node_clones:
+                    fresh_on.update(t.node_name for t in c.tasks.values() if t.node_name)
             else:
                 reused.add(uid)
             c.priority = self.job_priority(job)
             jobs[uid] = c
-            clones.update(c.tasks)
         nodes = []
-        for node in self.nodes.values():
+        for name, node in self.nodes.items():
             if not node.ready:
                 continue
+            kept = node_clones.get(name)
+            if (kept is not None and kept[0] is node and kept[1].generation == node.generation
+                    and name not in fresh_on):
+                nodes.append(kept[1])  # as the cache has it, and the last session left it
+                continue
             n = node.clone()
-            n.tasks = {uid: clones.get(uid) or task.clone() for uid, task in node.tasks.items()}
+            tasks = n.tasks
+            for uid, task in node.tasks.items():
+                job = jobs.get(task.job)
+                t = job.tasks.get(uid) if job is not None else None
+                tasks[uid] = t if t is not None else task.clone()
             n.accounted = dict(node.accounted)
             nodes.append(n)
         queues = {name: q.clone() for name, q in self.queues.items()}
@@ -551,6 +565,23 @@ class Cache:
             job.mutations = 0
             keep[uid] = job
         self._reusable = keep
+        self._keep_node_clones(ssn)
+
+    def _keep_node_clones(self, ssn: Session) -> None:
+        """The session's node clones without devices, for the next snapshot to use again while neither the
+        cache nor a session has changed the node since (its ``generation``, which a clone takes from its
+        original and every change of tasks makes new) and no task on it belongs to a job cloned afresh
+        (its clone's task objects are those of the jobs reused).  A node with devices is cloned each time:
+        plugins keep state in its device ledgers."""
+        cache_nodes = self.nodes
+        kept: dict[str, tuple[NodeInfo, NodeInfo]] = {}
+        for n in ssn.node_list:
+            if n.devices:
+                continue
+            node = cache_nodes.get(n.name)
+            if node is not None and node.generation == n.generation:
+                kept[n.name] = (node, n)
+        self._node_clones = kept
 
 
 _SETTLED_PHASES = ("Running", "Completed")

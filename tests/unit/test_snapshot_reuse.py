@@ -123,8 +123,9 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
             feed(c, obj)
     conf = parse_conf(conf_text)
     schedulers = [Scheduler(c, conf) for c in caches]
-    reused_total = 0
+    reused_total = nodes_reused = 0
     previous: dict[str, object] = {}
+    previous_nodes: dict[str, object] = {}
     for cycle in range(14):
         results = []
         for i, (c, s) in enumerate(zip(caches, schedulers)):
@@ -132,6 +133,13 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
             if i == 0:
                 reused_total += sum(1 for uid, j in snap.jobs.items() if previous.get(uid) is j)
                 previous = dict(snap.jobs)
+                nodes_reused += sum(1 for n in snap.nodes if previous_nodes.get(n.name) is n)
+                previous_nodes = {n.name: n for n in snap.nodes}
+            # a node's task is its job's task, whether the node or the job was reused or cloned
+            for n in snap.nodes:
+                for uid, t in n.tasks.items():
+                    job = snap.jobs.get(t.job)
+                    assert job is None or job.tasks[uid] is t, f"cycle {cycle}: {n.name} holds a stale {uid}"
             ssn, effects = s.run_session(snap, now=EPOCH + 100 + cycle, uid=f"session-{cycle}")
             if i == 0:
                 c.keep_clones(ssn, *touched_jobs(effects))
@@ -168,7 +176,7 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
                 c.delete_pod(deleted)
         if deleted is not None:
             world.pods.pop(deleted)
-    assert reused_total > 0, "no clone was ever reused: the comparison proves nothing"
+    assert reused_total > 0 and nodes_reused > 0, "no clone was ever reused: the comparison proves nothing"
 
 
 def test_a_job_the_cache_changed_is_cloned_again():
