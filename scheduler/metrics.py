@@ -177,7 +177,18 @@ class Metrics:
     def _publish_jobs(self, ssn: Session) -> None:
         stats = ssn.stats
         records = self.jobs.records
-        for uid, job in ssn.jobs.items():
+        # the jobs cloned afresh, and those the session observed something of: a reused settled job
+        # the session left alone has the record the session that last saw it changed left
+        jobs = ssn.jobs
+        uids = [job.uid for job in ssn.fresh_jobs]
+        if len(records) + len(uids) < len(jobs):  # reused jobs without a record (a new Metrics): all
+            uids = list(jobs)
+        elif len(uids) < len(jobs):
+            seen = set(uids)
+            for observed in (stats.job_placements, stats.job_shares, stats.unschedulable_tasks):
+                uids.extend(u for u in observed if u not in seen and u in jobs and not seen.add(u))
+        for uid in uids:
+            job = jobs[uid]
             rec = records.get(uid)
             if rec is None or rec.name != job.name or rec.queue != job.queue or rec.namespace != job.namespace:
                 rec = records[uid] = _JobRecord(job.name, job.queue, job.namespace, job.creation_timestamp)
@@ -197,8 +208,9 @@ class Metrics:
             rec = records.get(uid)
             if rec is not None:
                 rec.retries += 1
-        for uid in [u for u in records if u not in ssn.jobs]:
-            del records[uid]
+        if len(records) != len(jobs):  # a job gone (every job of the session has a record)
+            for uid in [u for u in records if u not in jobs]:
+                del records[uid]
 
     def _publish_queues(self, ssn: Session) -> None:
         stats = ssn.stats
