@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 import structlog
@@ -538,7 +539,7 @@ class Cache:
                 if job.mutations:  # changed and perhaps put back: cloned afresh, so that what was
                     continue       # kept of it across sessions (framework/settled.py) is never stale
                 conditions, opened = job.podgroup.conditions, job.opened_status[4]
-                if len(conditions) != len(opened) or any(a is not b for a, b in zip(conditions, opened)):
+                if len(conditions) != len(opened) or not all(map(is_, conditions, opened)):
                     job.podgroup.conditions = list(opened)
                 keep[uid] = job
                 continue
