@@ -27,7 +27,7 @@ from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
 from .api.sub_job import NetworkTopology, SubGroupPolicy
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
-from .api.types import COMPLETED_STATUS, TaskStatus
+from .api.types import ALLOCATED_STATUSES, COMPLETED_STATUS, TaskStatus
 from .framework.session import Session, Snapshot
 
 log = structlog.get_logger("vcsched.cache")
@@ -149,6 +149,13 @@ class Cache:
         # the cache has not changed the job since (keep_clones; ``vcsched run`` only)
         self._reusable: dict[str, JobInfo] = {}
         self._changed_jobs: set[str] = set()
+        # since the last snapshot: each changed job's pods added, updated or deleted (uid, in the order of
+        # their last change), and the jobs whose PodGroup changed (a clone of those is made whole again)
+        self._task_changes: dict[str, dict[str, None]] = {}
+        self._group_changes: set[str] = set()
+        # a session's clones of jobs it left as it found them, which the next snapshot brings up to date
+        # with their pods' changes rather than cloning every pod again (keep_clones)
+        self._delta_bases: dict[str, JobInfo] = {}
         self._snapshots = 0  # snapshots taken (Snapshot.serial)
         # node name -> (the cache's node, a session's clone of it) that the next snapshot may use again
         self._node_clones: dict[str, tuple[NodeInfo, NodeInfo]] = {}
@@ -178,6 +185,7 @@ class Cache:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
         self._reusable.clear()  # requests are counted again
+        self._delta_bases.clear()
         self._node_clones.clear()
         ignored = frozenset(getattr(devices, "ignored", ()))
         changed, self.ignored = ignored != self.ignored, ignored
@@ -260,6 +268,7 @@ class Cache:
             self._remove_task(old)
         self.tasks[task.uid] = task
         self._changed_jobs.add(task.job)
+        self._task_changed(task)
         if task.spec.has_inter_pod_terms:
             self._inter_pod_tasks.add(task.uid)
         if task.job:
@@ -275,10 +284,19 @@ class Cache:
 
     update_pod = add_pod
 
+    def _task_changed(self, task: TaskInfo) -> None:
+        changes = self._task_changes.get(task.job)
+        if changes is None:
+            changes = self._task_changes[task.job] = {}
+        else:
+            changes.pop(task.uid, None)  # to the end: the order of the job's tasks in the cache
+        changes[task.uid] = None
+
     def _remove_task(self, task: TaskInfo) -> None:
         self.tasks.pop(task.uid, None)
         self._inter_pod_tasks.discard(task.uid)
         self._changed_jobs.add(task.job)
+        self._task_changed(task)
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task(task)
@@ -306,6 +324,7 @@ class Cache:
             job = self.jobs[pg.key] = JobInfo(pg.key)
         job.set_podgroup(pg, self.default_queue)
         self._changed_jobs.add(pg.key)
+        self._group_changes.add(pg.key)
 
     update_podgroup = add_podgroup
 
@@ -319,6 +338,7 @@ class Cache:
             return
         pg = job.podgroup
         self._changed_jobs.add(key)
+        self._group_changes.add(key)
         pg.phase, pg.running, pg.succeeded, pg.failed = phase, running, succeeded, failed
         pg.conditions = [dict(c) for c in conditions]
 
@@ -327,6 +347,7 @@ class Cache:
         if job is None:
             return
         self._changed_jobs.add(key)
+        self._group_changes.add(key)
         job.podgroup = None
         if not job.tasks:
             del self.jobs[key]
@@ -446,10 +467,12 @@ class Cache:
         name = obj["metadata"]["name"]
         self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
         self._reusable.clear()  # a job's priority may change
+        self._delta_bases.clear()
 
     def delete_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
         self._reusable.clear()
+        self._delta_bases.clear()
 
     # -- snapshot -----------------------------------------------------------------------------------
 
@@ -471,6 +494,9 @@ class Cache:
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
         node_clones, self._node_clones = self._node_clones, {}
+        bases, self._delta_bases = self._delta_bases, {}
+        task_changes, group_changes = self._task_changes, self._group_changes
+        self._task_changes, self._group_changes = {}, set()
         for uid, job in self.jobs.items():
             if job.podgroup is None:
                 continue
@@ -481,12 +507,17 @@ class Cache:
                                 podgroup=uid, field="spec.queue", queue=job.queue)
                 continue
             c = reusable.get(uid)
-            if c is None or uid in changed:
-                c = job.clone()
-                if node_clones:
-                    fresh_on.update(t.node_name for t in c.tasks.values() if t.node_name)
-            else:
+            if c is not None and uid not in changed:
                 reused.add(uid)
+            else:
+                base = c if c is not None else bases.get(uid)
+                if base is not None and uid not in group_changes:
+                    c = _bring_up_to_date(base, job, task_changes.get(uid, {}), fresh_on)
+                else:
+                    c = job.clone()
+                    if node_clones:
+                        fresh_on.update(t.node_name for t in c.tasks.values() if t.node_name)
+                c.mutations = 0  # from here on, what a session changes
             c.priority = self.job_priority(job)
             jobs[uid] = c
         nodes = []
@@ -544,9 +575,12 @@ class Cache:
                 keep[uid] = job
                 continue
             pg = job.podgroup
-            if pg is None or pg.phase not in _SETTLED_PHASES:
+            if pg is None:
                 continue
             old = job.opened_status
+            if pg.phase not in _SETTLED_PHASES:
+                self._keep_base(job, old)
+                continue
             unsettled = False
             for status, tasks in job.by_status.items():
                 if tasks and status not in _SETTLED_TASKS:
@@ -555,6 +589,7 @@ class Cache:
             if (unsettled or old is None or old[0] != pg.phase or old[1] != pg.running or old[2] != pg.succeeded
                     or old[3] != pg.failed or job.nodes_fit_errors or job.job_fit_errors or job.network_topology is not None
                     or job.allocated_hypernode or job.min_sub_jobs):
+                self._keep_base(job, old)
                 continue
             if touched_pods and any(t.uid in touched_pods or f"{t.namespace}/{t.name}" in touched_pods
                                     for t in job.tasks.values()):
@@ -567,6 +602,22 @@ class Cache:
             keep[uid] = job
         self._reusable = keep
         self._keep_node_clones(ssn)
+
+    def _keep_base(self, job: JobInfo, old: tuple | None) -> None:
+        """A clone the session did not change (no task moved, its PodGroup's status as it opened, no
+        network topology a session translates), for the next snapshot to bring up to date with its
+        pods' changes (_bring_up_to_date): what the session noted on it goes (fit errors, the
+        conditions gang wrote, SubJobs built)."""
+        pg = job.podgroup
+        if (job.mutations or old is None or pg is None or old[0] != pg.phase or old[1] != pg.running
+                or old[2] != pg.succeeded or old[3] != pg.failed or job.network_topology is not None
+                or job.allocated_hypernode or job.min_sub_jobs):
+            return
+        pg.conditions = list(old[4])
+        job.nodes_fit_errors = {}
+        job.job_fit_errors = ""
+        job._sub_jobs = None
+        self._delta_bases[job.uid] = job
 
     def _keep_node_clones(self, ssn: Session) -> None:
         """The session's node clones without devices, for the next snapshot to use again while neither the
@@ -583,6 +634,35 @@ class Cache:
             if node is not None and node.generation == n.generation:
                 kept[n.name] = (node, n)
         self._node_clones = kept
+
+
+def _bring_up_to_date(base: JobInfo, job: JobInfo, changes: Mapping[str, None], fresh_on: set[str]) -> JobInfo:
+    """``base`` (a clone of ``job`` as the previous snapshot had it, which its session left as it was)
+    with the pods that changed since cloned again, in the order of their last change: what
+    ``job.clone()`` would give, at the cost of what changed.  The nodes of the pods replaced go into
+    ``fresh_on`` (a node clone holding one is not used again)."""
+    tasks = job.tasks
+    removed = False
+    for uid in changes:
+        old = base.tasks.get(uid)
+        if old is not None:
+            base.delete_task(old)
+            removed = True
+            if old.node_name:
+                fresh_on.add(old.node_name)
+        new = tasks.get(uid)
+        if new is not None:
+            t = new.clone()
+            base.add_task(t)
+            if t.node_name:
+                fresh_on.add(t.node_name)
+    if removed:  # summed afresh: taking a pod away leaves its resource names behind at 0
+        allocated, total = base.allocated, base.total_request = Resource(), Resource()
+        for t in base.tasks.values():
+            total.add(t.resreq)
+            if t.status in ALLOCATED_STATUSES:
+                allocated.add(t.resreq)
+    return base
 
 
 _SETTLED_PHASES = ("Running", "Completed")
