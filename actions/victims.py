@@ -33,7 +33,8 @@ from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import UNRESOLVABLE_CODES
 from vcsched.framework.interface import ScoringError
-from vcsched.framework.node_search import NodeSearch, ShapeIndex
+from vcsched.framework.node_search import NodeSearch
+from vcsched.framework.shape_index import ShapeIndex
 from vcsched.framework.session import Session
 from vcsched.framework.statement import Statement
 
