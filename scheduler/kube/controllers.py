@@ -237,7 +237,7 @@ class Controllers:
             await self.process(job_key, pod_update=(old, pod))
 
     async def on_podgroup(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        pg = _plain(body)
+        pg = body  # read, not kept: no copy (a deep copy of every PodGroup event cost more than the rest)
         ns, name = _ns_name(pg)
         key = f"{ns}/{name}"
         uid = pg["metadata"].get("uid") or ""
@@ -263,7 +263,7 @@ class Controllers:
             await self.process(f"{ns}/{job_ref.get('name')}", js.request_for_podgroup_phase(phase))
 
     async def on_queue(self, type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-        queue = _plain(body)
+        queue = body  # read, not kept: no copy
         name = queue["metadata"]["name"]
         parent = (queue.get("spec") or {}).get("parent") or ""
         if type == "DELETED":
