@@ -150,9 +150,8 @@ class Cache:
         self._reusable: dict[str, JobInfo] = {}
         self._changed_jobs: set[str] = set()
         # since the last snapshot: each changed job's pods added, updated or deleted (uid, in the order of
-        # their last change), and the jobs whose PodGroup changed (a clone of those is made whole again)
+        # their last change)
         self._task_changes: dict[str, dict[str, None]] = {}
-        self._group_changes: set[str] = set()
         # a session's clones of jobs it left as it found them, which the next snapshot brings up to date
         # with their pods' changes rather than cloning every pod again (keep_clones)
         self._delta_bases: dict[str, JobInfo] = {}
@@ -324,7 +323,6 @@ class Cache:
             job = self.jobs[pg.key] = JobInfo(pg.key)
         job.set_podgroup(pg, self.default_queue)
         self._changed_jobs.add(pg.key)
-        self._group_changes.add(pg.key)
 
     update_podgroup = add_podgroup
 
@@ -338,7 +336,6 @@ class Cache:
             return
         pg = job.podgroup
         self._changed_jobs.add(key)
-        self._group_changes.add(key)
         pg.phase, pg.running, pg.succeeded, pg.failed = phase, running, succeeded, failed
         pg.conditions = [dict(c) for c in conditions]
 
@@ -347,7 +344,6 @@ class Cache:
         if job is None:
             return
         self._changed_jobs.add(key)
-        self._group_changes.add(key)
         job.podgroup = None
         if not job.tasks:
             del self.jobs[key]
@@ -495,8 +491,7 @@ class Cache:
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
         node_clones, self._node_clones = self._node_clones, {}
         bases, self._delta_bases = self._delta_bases, {}
-        task_changes, group_changes = self._task_changes, self._group_changes
-        self._task_changes, self._group_changes = {}, set()
+        task_changes, self._task_changes = self._task_changes, {}
         for uid, job in self.jobs.items():
             if job.podgroup is None:
                 continue
@@ -511,7 +506,7 @@ class Cache:
                 reused.add(uid)
             else:
                 base = c if c is not None else bases.get(uid)
-                if base is not None and uid not in group_changes:
+                if base is not None:
                     c = _bring_up_to_date(base, job, task_changes.get(uid, {}), fresh_on)
                 else:
                     c = job.clone()
@@ -564,7 +559,8 @@ class Cache:
         keep: dict[str, JobInfo] = {}
         reused = ssn.reused
         for uid, job in ssn.jobs.items():
-            if uid in touched:
+            if uid in touched:  # its status written: not reused as it is, but brought up to date
+                self._keep_base(job)
                 continue
             if uid in reused:
                 if job.mutations:  # changed and perhaps put back: cloned afresh, so that what was
@@ -579,7 +575,7 @@ class Cache:
                 continue
             old = job.opened_status
             if pg.phase not in _SETTLED_PHASES:
-                self._keep_base(job, old)
+                self._keep_base(job)
                 continue
             unsettled = False
             for status, tasks in job.by_status.items():
@@ -589,10 +585,11 @@ class Cache:
             if (unsettled or old is None or old[0] != pg.phase or old[1] != pg.running or old[2] != pg.succeeded
                     or old[3] != pg.failed or job.nodes_fit_errors or job.job_fit_errors or job.network_topology is not None
                     or job.allocated_hypernode or job.min_sub_jobs):
-                self._keep_base(job, old)
+                self._keep_base(job)
                 continue
             if touched_pods and any(t.uid in touched_pods or f"{t.namespace}/{t.name}" in touched_pods
                                     for t in job.tasks.values()):
+                self._keep_base(job)
                 continue
             job._sub_jobs = None  # built when asked for, as on a fresh clone
             # the conditions it opened with, which the cache holds: gang gives every job a new one each
@@ -603,17 +600,14 @@ class Cache:
         self._reusable = keep
         self._keep_node_clones(ssn)
 
-    def _keep_base(self, job: JobInfo, old: tuple | None) -> None:
-        """A clone the session did not change (no task moved, its PodGroup's status as it opened, no
-        network topology a session translates), for the next snapshot to bring up to date with its
-        pods' changes (_bring_up_to_date): what the session noted on it goes (fit errors, the
-        conditions gang wrote, SubJobs built)."""
-        pg = job.podgroup
-        if (job.mutations or old is None or pg is None or old[0] != pg.phase or old[1] != pg.running
-                or old[2] != pg.succeeded or old[3] != pg.failed or job.network_topology is not None
-                or job.allocated_hypernode or job.min_sub_jobs):
+    def _keep_base(self, job: JobInfo) -> None:
+        """A clone whose tasks the session did not change (and without a network topology, which a
+        session translates), for the next snapshot to bring up to date (_bring_up_to_date): its
+        PodGroup taken again from the cache, its pods' changes applied; what the session noted on it
+        goes (fit errors, SubJobs built)."""
+        if (job.mutations or job.podgroup is None or job.network_topology is not None or job.allocated_hypernode
+                or job.min_sub_jobs):
             return
-        pg.conditions = list(old[4])
         job.nodes_fit_errors = {}
         job.job_fit_errors = ""
         job._sub_jobs = None
@@ -637,10 +631,11 @@ class Cache:
 
 
 def _bring_up_to_date(base: JobInfo, job: JobInfo, changes: Mapping[str, None], fresh_on: set[str]) -> JobInfo:
-    """``base`` (a clone of ``job`` as the previous snapshot had it, which its session left as it was)
-    with the pods that changed since cloned again, in the order of their last change: what
-    ``job.clone()`` would give, at the cost of what changed.  The nodes of the pods replaced go into
-    ``fresh_on`` (a node clone holding one is not used again)."""
+    """``base`` (a clone of ``job`` as the previous snapshot had it, whose tasks its session left as they
+    were) with ``job``'s PodGroup taken again and the pods that changed since cloned again, in the
+    order of their last change: what ``job.clone()`` would give, at the cost of what changed.  The
+    nodes of the pods replaced go into ``fresh_on`` (a node clone holding one is not used again)."""
+    base.take_podgroup_of(job)
     tasks = job.tasks
     removed = False
     for uid in changes:

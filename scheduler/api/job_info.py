@@ -250,22 +250,25 @@ class JobInfo:
 
     def clone(self) -> "JobInfo":
         j = JobInfo(self.uid)
-        j.name, j.namespace, j.queue, j.priority = self.name, self.namespace, self.queue, self.priority
-        j.min_available = self.min_available
-        j.task_min_available = dict(self.task_min_available)
-        j.task_min_available_total = self.task_min_available_total
-        j.podgroup = self.podgroup.clone() if self.podgroup else None
-        j.creation_timestamp = self.creation_timestamp
-        j.preemptable = self.preemptable
-        j.waiting_time = self.waiting_time
-        j.budget = self.budget
-        if self.network_topology is not None:
-            j.network_topology = self.network_topology.copy()
-        j.allocated_hypernode = self.allocated_hypernode
-        j.min_sub_jobs = self.min_sub_jobs
+        j.take_podgroup_of(self)
         for t in self.tasks.values():
             j.add_task(t.clone())
         return j
+
+    def take_podgroup_of(self, job: "JobInfo") -> None:
+        """What a clone takes of ``job`` besides its tasks: its PodGroup (a copy) and what follows from it."""
+        self.name, self.namespace, self.queue, self.priority = job.name, job.namespace, job.queue, job.priority
+        self.min_available = job.min_available
+        self.task_min_available = dict(job.task_min_available)
+        self.task_min_available_total = job.task_min_available_total
+        self.podgroup = job.podgroup.clone() if job.podgroup else None
+        self.creation_timestamp = job.creation_timestamp
+        self.preemptable = job.preemptable
+        self.waiting_time = job.waiting_time
+        self.budget = job.budget
+        self.network_topology = job.network_topology.copy() if job.network_topology is not None else None
+        self.allocated_hypernode = job.allocated_hypernode
+        self.min_sub_jobs = job.min_sub_jobs
 
     # -- counters ------------------------------------------------------------------
 

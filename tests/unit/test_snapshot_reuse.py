@@ -97,13 +97,14 @@ def feed(cache: Cache, obj: dict) -> None:
 
 
 def clone_view(job) -> tuple:
-    """What a session reads of a job clone: its tasks in order with their state, the status buckets in
-    order, the sums and counters, the PodGroup's status."""
+    """What a session reads of a job clone: its tasks in order with their state, each status bucket's
+    tasks in order (no reader depends on the order of the buckets), the sums and counters, the
+    PodGroup's status."""
     pg = job.podgroup
     return (
         [(u, t.status, t.node_name, t.resreq.to_list(), t.nominated_node, t.last_transaction, dict(t.pod_annotations))
          for u, t in job.tasks.items()],
-        [(st, list(b)) for st, b in job.by_status.items() if b],
+        {st: list(b) for st, b in job.by_status.items() if b},  # each bucket in order (read in order)
         job.allocated.to_list(), job.total_request.to_list(), job.ready, job.pending_best_effort,
         job.nodes_fit_errors, job.job_fit_errors, job.min_available, job.queue,
         (pg.phase, pg.running, pg.succeeded, pg.failed, [dict(c) for c in pg.conditions]) if pg else None,
