@@ -18,7 +18,7 @@ import yaml
 from vcsched.api.quantity import QuantityError, milli_value, parse_quantity, value
 from vcsched.framework.arguments import ArgumentError, Arguments
 
-from .fragmentation import PCT_UNSET, TaskShape
+from .fragmentation import FRAGMENTATION_CLASSES_DEFAULT, PCT_UNSET, TaskShape
 
 log = structlog.get_logger("vcsched.deviceshare")
 
@@ -72,7 +72,7 @@ class DeviceShareArgs:
     # the fragmentation policy: a given workload distribution (empty: learned from the pods seen),
     # how many shape classes a session uses, and the learned histogram's half-life in pods
     frag_workload: tuple[tuple[TaskShape, float], ...] = ()
-    frag_classes: int = 32
+    frag_classes: int = FRAGMENTATION_CLASSES_DEFAULT
     frag_half_life: int = 2000
     # the cost of using a GPU type that tasks bound to few types need (fragmentation.py · scarcity); 0: off
     frag_scarcity_weight: float = 2.0
@@ -98,7 +98,7 @@ class DeviceShareArgs:
             cm_namespace=a.get_str(KNOWN_GEOMETRIES_CM_NAMESPACE, "kube-system"),
             exclusive_rules=_rules(a),
             frag_workload=_workload(a),
-            frag_classes=a.get_int(FRAGMENTATION_CLASSES, 32),
+            frag_classes=a.get_int(FRAGMENTATION_CLASSES, FRAGMENTATION_CLASSES_DEFAULT),
             frag_half_life=a.get_int(FRAGMENTATION_HALF_LIFE, 2000),
             frag_scarcity_weight=a.get_float(FRAGMENTATION_SCARCITY_WEIGHT, 2.0),
             frag_lookahead=a.get_bool(FRAGMENTATION_LOOKAHEAD, True),

@@ -284,3 +284,30 @@ def test_memoised_reasons_name_each_node():
     assert first.reason.endswith("no enough gpu cards on node n1")
     assert second.reason.endswith("no enough gpu cards on node n2")
     assert len(d1.family.scorer.memo) == 1  # the second came from the memo
+
+
+def test_learned_model_keeps_the_rare_cpu_heavy_classes():
+    """The default ``FragmentationClasses`` keeps the trace's long tail of shapes (openb's default list:
+    151 shapes, the top 32 cover 87% of its pods).  Here 40 light 30% classes (1 CPU each) outrank one
+    CPU-heavy 30% class (12 CPUs).  A node with 8 idle CPUs and a 70%-free card feeds every light class,
+    not the heavy one: only a model that kept the heavy class counts the card as partly stranded, so a
+    CPU-only task is steered off the CPU that keeps the card usable.  With the former default (32) the
+    heavy class fell outside the model and the node looked whole."""
+    h = WorkloadHistogram(half_life=1e9)
+    light = [TaskShape(1000, i * 1024, 1, 30, 30, 0, None, None) for i in range(40)]
+    heavy = TaskShape(12000, 0, 1, 30, 30, 0, None, None)
+    n = 0
+    for s in light:
+        for _ in range(3):
+            h.observe(f"l{n}", s)
+            n += 1
+    for i in range(2):
+        h.observe(f"h{i}", heavy)
+    classes = DeviceShareArgs.parse(Arguments({}, "deviceshare")).frag_classes
+    dist = h.distribution(classes)
+    assert heavy in dict(dist)
+    gpus = (("NVIDIA-T4", 16384, 100, 1, 30, 4915),)
+    f, free = FragmentationModel(dist, streams=1).node_frag(8000, 1 << 40, gpus)
+    assert free == pytest.approx(0.7)
+    assert f > 0
+    assert FragmentationModel(h.distribution(32), streams=1).node_frag(8000, 1 << 40, gpus)[0] == 0
