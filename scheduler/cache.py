@@ -27,7 +27,7 @@ from .api.queue_info import QueueAffinity, QueueInfo
 from .api.resource import Resource
 from .api.sub_job import NetworkTopology, SubGroupPolicy
 from .api.task_info import TaskInfo, new_task_info, parse_timestamp, pod_request
-from .api.types import ALLOCATED_STATUSES, COMPLETED_STATUS, TaskStatus
+from .api.types import ALLOCATED_STATUSES, COMPLETED_STATUSES, TaskStatus
 from .framework.session import Session, Snapshot
 
 log = structlog.get_logger("vcsched.cache")
@@ -275,7 +275,7 @@ class Cache:
             if job is None:
                 job = self.jobs[task.job] = JobInfo(task.job)
             job.add_task(task)
-        if task.node_name and not task.status & COMPLETED_STATUS:
+        if task.node_name and task.status not in COMPLETED_STATUSES:
             node = self.nodes.get(task.node_name)
             if node is None:
                 node = self.nodes[task.node_name] = NodeInfo(task.node_name, None, NodeSpec(), Resource(), Resource())

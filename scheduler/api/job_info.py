@@ -16,11 +16,13 @@ from .sub_job import NetworkTopology, SubGroupPolicy, SubJobInfo, sub_job_gid, s
 from .task_info import TaskInfo, TransactionContext, parse_go_bool
 from .types import (
     ALLOCATED_STATUS,
+    ALLOCATED_STATUSES,
     JDB_MAX_UNAVAILABLE_KEY,
     JDB_MIN_AVAILABLE_KEY,
     JOB_WAITING_TIME_KEYS,
     PREEMPTABLE_KEY,
     READY_STATUS,
+    READY_STATUSES,
     VALID_STATUS,
     PodGroupPhase,
     TaskStatus,
@@ -202,10 +204,10 @@ class JobInfo:
         self.by_status.setdefault(task.status, {})[task.uid] = task
         if task.best_effort and task.status == TaskStatus.Pending:
             self.pending_best_effort += 1
-        if task.status & READY_STATUS:
+        if task.status in READY_STATUSES:
             self.ready += 1
         self.total_request.add(task.resreq)
-        if task.status & ALLOCATED_STATUS:
+        if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
 
     def delete_task(self, task: TaskInfo) -> None:
@@ -217,10 +219,10 @@ class JobInfo:
         self.by_status.get(t.status, {}).pop(t.uid, None)
         if t.best_effort and t.status == TaskStatus.Pending:
             self.pending_best_effort -= 1
-        if t.status & READY_STATUS:
+        if t.status in READY_STATUSES:
             self.ready -= 1
         self.total_request.sub(t.resreq)
-        if t.status & ALLOCATED_STATUS:
+        if t.status in ALLOCATED_STATUSES:
             self.allocated.sub(t.resreq)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
@@ -239,8 +241,8 @@ class JobInfo:
                 self.pending_best_effort -= 1
             elif status == TaskStatus.Pending:
                 self.pending_best_effort += 1
-        self.ready += bool(status & READY_STATUS) - bool(old & READY_STATUS)
-        was, now = bool(old & ALLOCATED_STATUS), bool(status & ALLOCATED_STATUS)
+        self.ready += (status in READY_STATUSES) - (old in READY_STATUSES)
+        was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
         if was and not now:
             self.allocated.sub(task.resreq)
         elif now and not was:

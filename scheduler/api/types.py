@@ -29,6 +29,8 @@ VALID_STATUS = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | 
 # ALLOCATED_STATUS as a set: ``status in ALLOCATED_STATUSES`` costs a hash, ``status & ALLOCATED_STATUS`` makes
 # a flag object (for hot loops)
 ALLOCATED_STATUSES = frozenset((TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running))
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.Succeeded}
+COMPLETED_STATUSES = frozenset((TaskStatus.Succeeded, TaskStatus.Failed))
 
 
 def allocated_status(s: TaskStatus) -> bool:
