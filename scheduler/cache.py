@@ -552,8 +552,9 @@ class Cache:
         A session's writes to a job either change its status (a PodGroupStatus effect), its tasks (a
         Bind or Evict, which leaves a task Binding or Releasing) or concern a waiting job (Events,
         PodConditions); a settled job it left unnamed is the clone the cache would give again.  A clone
-        this session reused and left alone (no task changed: ``mutations`` 0, no status written) is kept
-        as it is, without a look at its tasks.  What the cache changes (a pod's or PodGroup's update, a
+        whose tasks the session changed, even if it put them back (``mutations``), is never kept; one it
+        reused and left alone is kept as it is, without a look at its tasks.  The others it left alone
+        are kept as bases the next snapshot brings up to date (_keep_base).  What the cache changes (a pod's or PodGroup's update, a
         status written, a priority class or the device configuration) makes a fresh clone.  Safe to call
         from the session's thread: it reads only the session's clones."""
         keep: dict[str, JobInfo] = {}
@@ -571,7 +572,7 @@ class Cache:
                 keep[uid] = job
                 continue
             pg = job.podgroup
-            if pg is None:
+            if pg is None or job.mutations:  # a clone the session changed is never kept, even put back
                 continue
             old = job.opened_status
             if pg.phase not in _SETTLED_PHASES:
@@ -595,7 +596,6 @@ class Cache:
             # the conditions it opened with, which the cache holds: gang gives every job a new one each
             # session, equal but for its transitionID and time (else a status write would name the job)
             pg.conditions = list(old[4])
-            job.mutations = 0
             keep[uid] = job
         self._reusable = keep
         self._keep_node_clones(ssn)
