@@ -131,32 +131,13 @@ class ShapeIndex:
         if self.lazy:
             self._refresh_verdicts(task, changes)
             return
-        nodes = self.search.nodes
-        cnt, score, best1, best2, gens = self.cnt, self.score, self.best1, self.best2, self.gens
-        size = self.size
+        nodes, gens = self.search.nodes, self.gens
         for i in changes[self.log_pos:]:
             node = nodes[i]
             if gens[i] == node.generation:
                 continue
             self._eval_leaf(task, i, node)
-            v = (size + i) >> 1
-            # Up the tree until nothing above can change: an inner node whose count and best
-            # leaves stay the same, and whose best leaves are not leaf i (whose score may have moved).
-            # (``_pull`` inlined: this loop runs for every re-evaluated leaf of every shape.)
-            while v:
-                l = 2 * v
-                r = l + 1
-                c = cnt[l] + cnt[r]
-                a, b = best1[l], best1[r]
-                b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
-                a, b = best2[l], best2[r]
-                b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
-                if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
-                    if b1 != i and b2 != i:
-                        break
-                else:
-                    cnt[v], best1[v], best2[v] = c, b1, b2
-                v >>= 1
+            self._walk_up(i)
         self.log_pos = len(changes)
 
     def _refresh_verdicts(self, task: TaskInfo, changes: list[int]) -> None:
