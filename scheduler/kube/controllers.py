@@ -46,13 +46,13 @@ from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, jo
 from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_podgroup, owner_references, \
     podgroup_for_pod, podgroup_update, workload_replicas, workload_selector
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
-from ..controllers.queue import SYNC_QUEUE, reconcile_queue_request
 from ..metrics import ControllerMetrics
 from .api import (BATCH_JOBS, COMMANDS, CONFIGMAPS, DAEMON_SETS, EVENTS, JOBS, MERGE_PATCH, NETWORK_POLICIES,
-                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, QUEUES, REPLICA_SETS, SECRETS, SERVICES,
+                  PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, REPLICA_SETS, SECRETS, SERVICES,
                   STATEFUL_SETS, STRATEGIC_MERGE_PATCH, ApiError, Kind, KubeClient, warn_unless_denied)
 from .hypernode_discovery import HyperNodeDiscovery
 from .lister import Lister, pod_index_keys, podgroup_queue_keys
+from .queue_controller import QueueController
 
 log = structlog.get_logger("vcsched.controllers")
 
@@ -64,7 +64,6 @@ _OWNER_KINDS: dict[tuple[str, str], Kind] = {("apps", "ReplicaSet"): REPLICA_SET
                                               ("apps", "StatefulSet"): STATEFUL_SETS, ("batch", "Job"): BATCH_JOBS}
 _PLUGIN_KINDS: dict[str, Kind] = {"ConfigMap": CONFIGMAPS, "Service": SERVICES, "Secret": SECRETS,
                                   "NetworkPolicy": NETWORK_POLICIES}
-QUEUE_SYNC_DELAY = 0.5  # seconds a queue's PodGroup changes gather before one syncQueue (each counts them all)
 
 
 @dataclass(slots=True)
@@ -138,7 +137,7 @@ def _pod_state(pod: Mapping[str, Any]) -> tuple:
             (meta.get("annotations") or {}).get(OUT_OF_SYNC_KEY), restarts)
 
 
-class Controllers:
+class Controllers(QueueController):
     """The handlers (informer events: ``type`` None for the initial listing, ADDED, MODIFIED or DELETED,
     ``body`` the object) and what they share: the indexes they read (Listers), per-job locks, the last
     seen pods and PodGroup phases, timers."""
@@ -738,74 +737,3 @@ class Controllers:
             if owner is not None:
                 found.append((owner.get("metadata") or {}).get("annotations"))
         return merge_owner_annotations(found)
-
-    # -- the queue controller ----------------------------------------------------------------------
-
-    def queue_changed(self, name: str) -> None:
-        """A PodGroup of queue ``name`` came, went or changed phase: one syncQueue soon, however many of
-        its PodGroups change meanwhile, as Volcano's queue controller holds a queue's request once in
-        its work queue.  (A sync per PodGroup event would count the queue's PodGroups once per event:
-        quadratic in a burst of new PodGroups.)"""
-        if name and name not in self._queue_syncs:
-            self._queue_syncs[name] = self._spawn(self._sync_queue_soon(name))
-
-    async def _sync_queue_soon(self, name: str) -> None:
-        await asyncio.sleep(QUEUE_SYNC_DELAY)
-        del self._queue_syncs[name]  # a change from now on asks for another sync
-        await self.sync_queue(name)
-
-    async def queue_syncs_done(self) -> None:
-        """Wait for the queue syncs that are due (``queue_changed``), and for those they lead to."""
-        while self._queue_syncs:
-            await asyncio.gather(*self._queue_syncs.values(), return_exceptions=True)
-
-    async def sync_queue(self, name: str, action: str = SYNC_QUEUE) -> None:
-        """One queue request (syncQueue / openQueue / closeQueue), retried; follow-up requests after it."""
-        if not name:
-            return
-        follow: list[tuple[str, str]] = []
-
-        async def once() -> None:
-            follow[:] = await self._sync_queue_once(name, action)
-
-        error = await self._retrying(f"{action} queue {name}", once)
-        if error is not None:  # Volcano after --max-requeue-num: one Warning event
-            await self.event({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                              "metadata": {"name": name}},
-                             "Warning", action, f"{action} queue failed for {error}")
-        for target, follow_action in follow:
-            await self.sync_queue(target, follow_action)
-
-    async def _sync_queue_once(self, name: str, action: str) -> list[tuple[str, str]]:
-        follow: list[tuple[str, str]] = []
-        async with self._locks.setdefault(f"queue/{name}", asyncio.Lock()):
-            queue = self.queues.get(None, name)
-            if queue is None:
-                return []
-            queues = self.queues.objects
-            podgroups = self.podgroups.indexed(("queue", name))  # the index's: also those whose events are still queued
-            count = len(podgroups)
-            # syncQueue (open and close run it too) counts the queue's PodGroups by phase for the metrics
-            self.metrics.queue_pod_groups(name, [(pg.get("status") or {}).get("phase") or "" for pg in podgroups])
-            out = reconcile_queue_request(queue, action, count, queues)
-            if out.error:
-                await self.event(queue, "Warning", action, f"{action} queue failed for {out.error}")
-                return []
-            if out.set_parent:
-                self.queues.observe(await self.client.request(
-                    "PATCH", QUEUES.path(None, name), content_type=MERGE_PATCH,
-                    body={"spec": {"parent": out.set_parent}}))
-            if out.state is not None:
-                self.queues.observe(await self.client.request(
-                    "PATCH", QUEUES.path(None, name, "status"), content_type=MERGE_PATCH,
-                    body={"status": {"state": out.state}}))
-            for target, wanted in out.annotations.items():
-                current = ((queues.get(target) or {}).get("metadata") or {}).get("annotations") or {}
-                if target in queues and any(current.get(k) != v for k, v in wanted.items()):
-                    self.queues.observe(await self.client.request(
-                        "PATCH", QUEUES.path(None, target), content_type=MERGE_PATCH,
-                        body={"metadata": {"annotations": wanted}}))
-            for type_, reason, message in out.events:
-                await self.event(queue, type_, reason, message)
-            follow = out.requests
-        return follow
