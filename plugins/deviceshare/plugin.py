@@ -43,7 +43,8 @@ from .gpushare import GpuShareFamily, GpuShareRequest
 from .hamivnpu import AscendHAMiFamily
 from .mindcluster import MindClusterInfo
 from .nodelock import allocate_error, lock_error, lock_name, lock_value, locks_before_selection
-from .vgpu import HAMI_CORE, KEY as VGPU_KEY, VGPUDevices, VGPUFamily, type_allowed
+from .vgpu import KEY as VGPU_KEY, VGPUDevices, VGPUFamily, type_allowed
+from .vgpu_annotations import HAMI_CORE
 
 
 log = structlog.get_logger("vcsched.deviceshare")

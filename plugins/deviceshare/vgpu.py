@@ -1,5 +1,10 @@
 """vGPU (volcano-vgpu-device-plugin / HAMi): hami-core sharing and dynamic MIG (spec §4.2, §5.2, §6.3–§6.7).
 
+This module is the kind and its allocation: ``VGPUFamily`` reads a pod's request and builds a node's
+cards from its register annotation; ``VGPUDevices`` chooses the cards for a pod (filter, score,
+allocate; ``checkNodeGPUSharingPredicateAndScore``).  The per-card ledger it allocates from is
+vgpu_ledger.py; the annotation keys and codecs are vgpu_annotations.py.
+
 Volcano files: api/devices/nvidia/vgpu/{device_info,utils,hamicore,mig}.go and
 plugins/deviceshare/gpuexclusive.go.  The node publishes
 ``volcano.sh/node-vgpu-register``; the scheduler writes ``volcano.sh/vgpu-ids-new``
@@ -29,36 +34,23 @@ from vcsched.api.task_info import TaskInfo
 from vcsched.api.types import StatusCode
 
 from .base import (
-    AllocateError, DeviceFamily, DeviceUse, FilterResult, NodeDevices, annotation, containers, group_key, limits,
-    pod_annotations, quantity, release_keys, requests,
+    AllocateError, DeviceFamily, FilterResult, containers, group_key, limits, pod_annotations, quantity,
+    release_keys, requests,
 )
-from .config import BINPACK, FRAGMENTATION, SPREAD, MigGeometry, NvidiaConfig
+from .config import BINPACK, FRAGMENTATION, SPREAD, NvidiaConfig
 from . import topology
 from .fragmentation import FragContext, FragmentationScorer, WorkloadHistogram
 from .topology import CardTopology
+from .vgpu_annotations import (
+    BIND_PHASE, BIND_TIME, DEVICE_TYPE, DEVICES_TO_ALLOCATE, HAMI_CORE, MIG, NODE_RESOURCES, NOUSE_TYPE,
+    NOUSE_UUID, PODGROUP_POLICY, REGISTER, RELEASE_KEYS, USE_TYPE, USE_UUID, VGPU_IDS, VGPU_MODE, VGPU_NODE,
+    VGPU_TIME, encode_pod_devices,
+)
+from .vgpu_ledger import Entry, GPUDevice, Holder, VGPULedger
 
 log = structlog.get_logger("vcsched.deviceshare")
 
 KEY = "hamivgpu"
-REGISTER = "volcano.sh/node-vgpu-register"
-VGPU_NODE = "volcano.sh/vgpu-node"
-VGPU_TIME = "volcano.sh/vgpu-time"
-VGPU_IDS = "volcano.sh/vgpu-ids-new"
-DEVICES_TO_ALLOCATE = "volcano.sh/devices-to-allocate"
-BIND_PHASE = "volcano.sh/bind-phase"
-BIND_TIME = "volcano.sh/bind-time"
-VGPU_MODE = "volcano.sh/vgpu-mode"
-PODGROUP_POLICY = "volcano.sh/vgpu-podgroup-policy"
-USE_UUID = "volcano.sh/vgpu-use-gpuuuid"
-NOUSE_UUID = "volcano.sh/vgpu-nouse-gpuuuid"
-USE_TYPE = "nvidia.com/use-gputype"
-NOUSE_TYPE = "nvidia.com/nouse-gputype"
-RELEASE_KEYS = (VGPU_NODE, VGPU_IDS, DEVICES_TO_ALLOCATE, VGPU_TIME, BIND_TIME, BIND_PHASE)
-# the node check uses these names whatever the ConfigMap says (NewGPUDevices, spec E-18)
-NODE_RESOURCES = ("volcano.sh/vgpu-number", "volcano.sh/vgpu-cores", "volcano.sh/vgpu-memory")
-HAMI_CORE = "hami-core"
-MIG = "mig"
-DEVICE_TYPE = "NVIDIA"
 PCT_UNSET = 101
 NODE_NAME = "\x00node\x00"  # stands for the node's name in a memoised reason
 
@@ -89,57 +81,6 @@ class VGPURequest:
     topology: str = ""
 
 
-@dataclass(slots=True, frozen=True)
-class Entry:
-    """One device a pod holds: what it took, for an exact release."""
-
-    device: int
-    mem: int
-    cores: int
-    mig: tuple[int, int] | None  # (instance index in the group, slot)
-    claimed_group: bool  # this entry tied the GPU to its MIG group (it was free)
-
-
-@dataclass(slots=True, frozen=True)
-class Holder:
-    key: str  # ns/name
-    labels: Mapping[str, str]
-    group: str
-    entries: tuple[Entry, ...]
-
-
-class GPUDevice:
-    __slots__ = ("index", "uuid", "number", "memory", "type", "health", "used_num", "used_mem", "used_core",
-                 "pods", "mig_template", "mig_index", "mig_used")
-
-    def __init__(self, index: int, uuid: str, number: int, memory: int, type_: str, health: bool,
-                 mig_template: tuple[MigGeometry, ...] | None) -> None:
-        self.index = index
-        self.uuid = uuid
-        self.number = number
-        self.memory = memory
-        self.type = type_
-        self.health = health
-        self.used_num = 0
-        self.used_mem = 0
-        self.used_core = 0
-        self.pods: dict[str, int] = {}  # pod uid → entries it holds here
-        self.mig_template = mig_template
-        self.mig_index = -1
-        self.mig_used: dict[int, list[int]] = {}  # instance index → used slots, sorted
-
-    def clone(self) -> "GPUDevice":
-        d = GPUDevice.__new__(GPUDevice)
-        d.index, d.uuid, d.number, d.memory, d.type, d.health = (
-            self.index, self.uuid, self.number, self.memory, self.type, self.health)
-        d.used_num, d.used_mem, d.used_core = self.used_num, self.used_mem, self.used_core
-        d.pods = dict(self.pods)
-        d.mig_template = self.mig_template
-        d.mig_index = self.mig_index
-        d.mig_used = {k: list(v) for k, v in self.mig_used.items()} if self.mig_used else {}
-        return d
-
-
 def type_allowed(req: VGPURequest, gpu_type: str) -> bool:
     """``checkType``: "NVIDIA" in the type, then use-gputype / nouse-gputype (case-insensitive substrings)."""
     if DEVICE_TYPE not in gpu_type:
@@ -151,46 +92,6 @@ def type_allowed(req: VGPURequest, gpu_type: str) -> bool:
         return any(t in upper for t in req.use_types)
     return not any(t in upper for t in req.nouse_types)  # an empty item matches everything (spec E-11)
 
-
-def encode_pod_devices(per_container: list[list[tuple[str, int, int]]]) -> str:
-    """``encodePodDevices``: ``ID,NVIDIA,MEM,CORES:`` per device, containers joined by ``;``."""
-    return ";".join("".join(f"{i},{DEVICE_TYPE},{m},{c}:" for i, m, c in devs) for devs in per_container)
-
-
-def decode_pod_devices(value: str) -> list[list[tuple[str, int, int]]]:
-    """``DecodePodDevices``: malformed items are skipped, the others kept."""
-    out = []
-    for ctr in value.split(";"):
-        devs = []
-        for item in ctr.split(":"):
-            if "," not in item:
-                continue
-            f = item.split(",")
-            if len(f) < 4:
-                continue
-            try:
-                mem, cores = int(f[2]), int(f[3])
-            except ValueError:
-                continue
-            if not (0 <= mem < 2**32 and 0 <= cores < 2**32):
-                continue
-            devs.append((f[0], mem, cores))
-        out.append(devs)
-    return out
-
-
-def _mig_position(value: str) -> tuple[str, int] | None:
-    """``decodeMIGID``: ``UUID[group-pos]`` → (group, pos); None when malformed (spec E-40)."""
-    a, b = value.find("["), value.find("]")
-    if a < 0 or b < a:
-        return None
-    parts = value[a + 1:b].split("-")
-    if len(parts) != 2:
-        return None
-    try:
-        return parts[0], int(parts[1])
-    except ValueError:
-        return None
 
 
 class VGPUFamily(DeviceFamily):
@@ -305,139 +206,13 @@ def _uint(text: str) -> int:
     return v if v >= 0 else 0
 
 
-class VGPUDevices(NodeDevices):
+class VGPUDevices(VGPULedger):
+    """A node's vGPU cards (the ledger, vgpu_ledger.py) and the choice of cards for a pod."""
+
     key = KEY
-    __slots__ = ("family", "name", "mode", "devices", "holders", "_score", "node", "_ordered", "topology")
-
-    def __init__(self, family: VGPUFamily, name: str, mode: str, devices: list[GPUDevice],
-                 holders: dict[str, Holder]) -> None:
-        self.family = family
-        self.name = name
-        self.mode = mode
-        self.devices = devices
-        self.holders = holders
-        self._score: tuple[str, float] | None = None
-        self.node = None  # the session's NodeInfo, set at session open for the fragmentation policy
-        # (policy, devices in that policy's visiting order): kept until a counter changes (_apply/_unapply)
-        self._ordered: tuple[str, list[GPUDevice]] | None = None
-        self.topology: CardTopology | None = None  # topology.attach sets it when the node publishes one
-
-    def clone(self) -> "VGPUDevices":
-        c = VGPUDevices(self.family, self.name, self.mode, [d.clone() for d in self.devices], dict(self.holders))
-        c.topology = self.topology
-        return c
-
-    def topology_inputs(self):
-        """Card ids by position; HAMi's pair scores apply (they are keyed by these UUIDs); no HCCS."""
-        return tuple(d.uuid for d in self.devices), True, None
-
-    # -- counters ------------------------------------------------------------------------------
-
-    def _apply(self, uid: str, e: Entry) -> None:
-        d = self.devices[e.device]
-        self._ordered = None
-        d.used_num += 1
-        d.used_mem += e.mem
-        d.used_core += e.cores
-        d.pods[uid] = d.pods.get(uid, 0) + 1
-        if e.mig is not None:
-            inst, slot = e.mig
-            used = d.mig_used.setdefault(inst, [])
-            if slot in used:
-                log.warning("MIG instance slot already in use", node=self.name, gpu=d.uuid, slot=slot)
-            else:
-                used.append(slot)
-                used.sort()
-
-    def _unapply(self, uid: str, e: Entry) -> None:
-        d = self.devices[e.device]
-        self._ordered = None
-        d.used_num = max(d.used_num - 1, 0)
-        d.used_mem = max(d.used_mem - e.mem, 0)
-        d.used_core = max(d.used_core - e.cores, 0)
-        n = d.pods.get(uid, 0) - 1
-        if n > 0:
-            d.pods[uid] = n
-        else:
-            d.pods.pop(uid, None)
-        if e.mig is not None:
-            inst, slot = e.mig
-            used = d.mig_used.get(inst)
-            if used is not None and slot in used:
-                used.remove(slot)
-                if not used:
-                    del d.mig_used[inst]
-            if e.claimed_group and not d.mig_used:
-                d.mig_index = -1  # undo of this session's claim; Volcano keeps the group otherwise (§6.5.4)
-
-    # -- ledger ---------------------------------------------------------------------------------
-
-    def add_pod(self, task: TaskInfo) -> None:
-        """``AddResource`` from ``volcano.sh/vgpu-ids-new`` (bind-phase is not checked, spec E-36)."""
-        if task.uid in self.holders:
-            return
-        ids = annotation(task, VGPU_IDS)
-        if ids is None:
-            return
-        entries = []
-        for ctr in decode_pod_devices(ids):
-            for dev_id, mem, cores in ctr:
-                d = next((d for d in self.devices if d.uuid in dev_id), None)
-                if d is None:
-                    continue
-                mig = None
-                if d.mig_template is not None and self.mode == MIG:
-                    pos = _mig_position(dev_id)
-                    if pos is None:
-                        log.warning("cannot decode MIG id; the pod is not counted", node=self.name, id=dev_id)
-                        continue
-                    placed = self._mig_slot(d, pos)
-                    if placed is None:
-                        continue
-                    group_idx, inst, slot = placed
-                    d.mig_index = group_idx
-                    realmem = d.mig_template[group_idx].instances[inst].memory
-                    factor = self.family.config.gpu_memory_factor
-                    mem = realmem // factor if factor > 1 else realmem
-                    mig = (inst, slot)
-                entries.append(Entry(d.index, mem, cores, mig, False))
-        self._hold(task, tuple(entries))
-
-    def _mig_slot(self, d: GPUDevice, pos: tuple[str, int]) -> tuple[int, int, int] | None:
-        """``addMigUsed``: group by name, position → (instance, slot) by accumulated counts."""
-        group, position = pos
-        for gi, g in enumerate(d.mig_template or ()):
-            if g.group != group:
-                continue
-            acc = 0
-            for ii, inst in enumerate(g.instances):
-                if position < acc + inst.count:
-                    return gi, ii, position - acc
-                acc += inst.count
-            return None
-        return None
-
-    def _hold(self, task: TaskInfo, entries: tuple[Entry, ...]) -> None:
-        for e in entries:
-            self._apply(task.uid, e)
-        self.holders[task.uid] = Holder(task.key, task.spec.labels, group_key(task), entries)
-
-    def remove_pod(self, task: TaskInfo) -> None:
-        h = self.holders.pop(task.uid, None)
-        if h is None:
-            return
-        for e in reversed(h.entries):
-            self._unapply(task.uid, e)
-
-    def holds(self, uid: str) -> bool:
-        return uid in self.holders
+    __slots__ = ()
 
     # -- the core routine (checkNodeGPUSharingPredicateAndScore) ---------------------------------------
-
-    def gpu_key(self) -> tuple[tuple[str, int, int, int, int, int], ...]:
-        """The GPUs' usage as a sorted tuple: the node state the fragmentation policy memoises on."""
-        return tuple(sorted((d.type, d.memory, d.number, d.used_num, d.used_core, d.used_mem) for d in self.devices))
-
     def _frag_order(self, c: ContainerRequest, ctx: FragContext, uid: str = "") -> list[GPUDevice]:
         """The fragmentation policy's order: GPUs by the node's F after one vGPU of ``c`` lands there.
 
@@ -815,33 +590,6 @@ class VGPUDevices(NodeDevices):
     def release(self, task: TaskInfo) -> tuple[str, ...]:
         self.remove_pod(task)
         return release_keys(task, BIND_PHASE, RELEASE_KEYS)
-
-    def queue_resource(self, task: TaskInfo) -> dict[str, float] | None:
-        """``AddQueueResource`` (spec §6.3.9): the queue counts the granted memory and cores, summed over
-        the pod's own ``vgpu-ids-new`` entries that match this node's GPUs, in milli-units.  As in Volcano
-        only the annotation on the pod counts: a pod bound in this session reports its requests until the
-        next session sees the annotation."""
-        ids = pod_annotations(task).get(VGPU_IDS)
-        if ids is None or self.family.request(task) is None:
-            return None
-        cfg = self.family.config
-        res: dict[str, float] = {}
-        for ctr in decode_pod_devices(ids):
-            for dev_id, mem, cores in ctr:
-                for d in self.devices:
-                    if d.uuid in dev_id:
-                        res[cfg.memory_name] = res.get(cfg.memory_name, 0.0) + mem * 1000
-                        res[cfg.core_name] = res.get(cfg.core_name, 0.0) + cores * 1000
-        return res
-
-    def describe(self) -> list[DeviceUse]:
-        out = []
-        for d in self.devices:
-            pods = sorted(self.holders[u].key for u in d.pods if u in self.holders)
-            out.append(DeviceUse(id=d.uuid, type=d.type, memory_used=d.used_mem, memory_total=d.memory,
-                                 cores_used=d.used_core, slots_used=d.used_num, slots_total=d.number, pods=pods,
-                                 health=d.health))
-        return out
 
 
 def _binpack_key(d: GPUDevice) -> tuple[int, int]:

@@ -9,7 +9,8 @@ from vcsched.plugins.deviceshare.base import AllocateError
 from vcsched.plugins.deviceshare.config import (
     DeviceShareArgs, MigGeometry, MigInstance, MigModel, NvidiaConfig,
 )
-from vcsched.plugins.deviceshare.vgpu import VGPUFamily, decode_pod_devices, encode_pod_devices
+from vcsched.plugins.deviceshare.vgpu import VGPUFamily
+from vcsched.plugins.deviceshare.vgpu_annotations import decode_pod_devices, encode_pod_devices
 
 A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
 B = "GPU-6a8b1c2d-1111-2222-3333-444455556666"
