@@ -171,9 +171,12 @@ class _Wrapped:
         self.delete = lambda obj: on_delete(obj, handler.delete)
 
 
-async def wait_for_work(trigger: CycleTrigger, period: float, coalesce: float, *others: asyncio.Future[Any]) -> None:
-    """Until there is work (then up to ``coalesce`` seconds more, so that a burst is one cycle), or
-    ``period`` seconds have passed, or one of ``others`` is done."""
+async def wait_for_work(trigger: CycleTrigger, period: float, coalesce: float, *others: asyncio.Future[Any],
+                        not_before: float = 0.0) -> None:
+    """Until there is work, then up to ``coalesce`` seconds more (so that a burst is one cycle) and not
+    before loop time ``not_before`` (the gap a cycle leaves after itself); or until ``period`` seconds have
+    passed, or one of ``others`` is done.  Work that comes long after the last cycle waits only the
+    coalescing window: the gap is measured from that cycle's end, not from the work."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + period
     woken = asyncio.ensure_future(trigger.work.wait())
@@ -181,7 +184,8 @@ async def wait_for_work(trigger: CycleTrigger, period: float, coalesce: float, *
         done, _ = await asyncio.wait([woken, *others], timeout=period, return_when=asyncio.FIRST_COMPLETED)
     finally:
         woken.cancel()
-    window = min(coalesce, deadline - loop.time())
+    now = loop.time()
+    window = min(max(coalesce, not_before - now), deadline - now)
     if woken in done and window > 0 and not any(o.done() for o in others):
         if others:
             await asyncio.wait(others, timeout=window)

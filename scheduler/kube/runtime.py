@@ -541,8 +541,9 @@ class Runtime:
                 elif self.options.cycle_coalesce is None:
                     await asyncio.wait(others, timeout=self.options.schedule_period)
                 else:
-                    window = max(self.options.cycle_coalesce, self.options.cycle_gap_ratio * self._cycle_seconds)
-                    await wait_for_work(self.trigger, self.options.schedule_period, window, *others)
+                    gap = self.options.cycle_gap_ratio * self._cycle_seconds
+                    await wait_for_work(self.trigger, self.options.schedule_period, self.options.cycle_coalesce,
+                                        *others, not_before=self._session_done_at + gap)
                 if lost is not None:
                     lost.cancel()
             return 0

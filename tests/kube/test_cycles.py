@@ -1,7 +1,7 @@
 """Cycles when there is work (issue 25): which watched changes start a cycle, and that one does start.
 
 The runtime tests run with an hourly ``--schedule-period``: after the first session, only a change
-can have started the session that binds a pod.  Nothing here asserts on time.
+can have started the session that binds a pod.  Nothing here asserts on speed.
 """
 
 from __future__ import annotations
@@ -181,3 +181,23 @@ async def test_no_cycle_decides_between_a_watch_streams_end_and_the_next_one(api
     assert rt.sessions == n and not api.bindings
     gate.set()
     await eventually(lambda: api.bindings, "p1 bound once the node watch is back")
+
+
+@pytest.mark.asyncio
+async def test_the_gap_after_a_cycle_runs_from_its_end_not_from_the_work():
+    """``wait_for_work``'s ``not_before`` (the last cycle's end plus its gap): work that comes after the
+    gap has passed waits only the coalescing window; work that comes within it waits for its end.
+    (Bounds on waits, not speed: the first is nothing against a gap of seconds, the second at least it.)"""
+    from vcsched.kube.cycles import wait_for_work
+
+    trigger = CycleTrigger(Cache())
+    loop = asyncio.get_running_loop()
+    trigger.poke("pod pending")
+    began = loop.time()
+    await wait_for_work(trigger, 60.0, 0.0, not_before=began - 5.0)  # the gap ended 5 s ago
+    assert loop.time() - began < 1.0
+    trigger.take()
+    trigger.poke("pod pending")
+    began = loop.time()
+    await wait_for_work(trigger, 60.0, 0.0, not_before=began + 0.2)
+    assert loop.time() - began >= 0.19
