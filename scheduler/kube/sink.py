@@ -31,7 +31,7 @@ import dataclasses
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -232,10 +232,16 @@ class Writes:
     while the object's write is in flight goes after it, unless it is the same write.  A session
     therefore never waits for the status writes of the one before it, and the busier the API
     server, the fewer writes it is sent.
+
+    ``spacing`` (by an object key's kind) is the least time between two writes of one object: a
+    queue's ``status.allocated`` changes with every pod placed, and Volcano, one session per period,
+    writes it at most once a period; cycles that start on every change would write it for every pod.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, spacing: Mapping[str, float] | None = None) -> None:
         self._slots = asyncio.Semaphore(workers)
+        self._spacing = dict(spacing or {})
+        self._written: dict[Any, float] = {}  # object with a spacing → loop time its last write ended
         self._next: dict[Any, Effect] = {}  # object → the latest write asked for, not sent yet
         self._sent: dict[Any, Effect] = {}  # object → its write in flight
         self._tasks: dict[Any, asyncio.Task[None]] = {}  # object → the task that writes it
@@ -249,8 +255,14 @@ class Writes:
             self._tasks[key] = asyncio.create_task(self._run(key, write))
 
     async def _run(self, key: Any, write: Callable[[Effect], Awaitable[None]]) -> None:
+        spacing = self._spacing.get(key[0], 0.0)
+        loop = asyncio.get_running_loop()
         try:
             while key in self._next:
+                if spacing:
+                    wait = self._written.get(key, -spacing) + spacing - loop.time()
+                    if wait > 0:
+                        await asyncio.sleep(wait)  # what is asked for meanwhile replaces what waits
                 async with self._slots:
                     effect = self._next.pop(key, None)
                     if effect is None:
@@ -260,6 +272,8 @@ class Writes:
                         await write(effect)
                     finally:
                         del self._sent[key]
+                        if spacing:
+                            self._written[key] = loop.time()
         finally:
             del self._tasks[key]
 
@@ -345,7 +359,7 @@ class BindSlots:
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
                  bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, queue_status_spacing: float = 0.0) -> None:
         self.client = client
         self.metrics = metrics or Metrics()
         self.feeder = feeder
@@ -353,7 +367,7 @@ class KubeSink:
         self.retry = retry or Retry()
         self.events = EventRecorder(client, scheduler_name)
         self._bind_slots = BindSlots(bind_workers)
-        self.writes = Writes(status_workers)
+        self.writes = Writes(status_workers, {"Queue": queue_status_spacing})
         self._binds: set[asyncio.Task[None]] = set()
         self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
         self.bound = 0

@@ -72,6 +72,31 @@ async def test_one_write_at_a_time_per_object_and_the_same_write_is_not_sent_twi
     assert write.started == [q("a", "1"), q("a", "3")]
 
 
+async def test_a_spaced_kind_is_written_at_most_once_per_spacing_with_the_latest_asked_for():
+    """A queue's status.allocated changes with every pod placed: written once a spacing (the schedule
+    period: Volcano's one session per period), the latest value, while another kind goes at once."""
+    writes, write = Writes(workers=4, spacing={"Queue": 0.2}), Recorder()
+    loop = asyncio.get_running_loop()
+    key = ("Queue", "a")
+    writes.submit(key, q("a", "1"), write)
+    await settle()
+    write.finish_all()
+    await settle()
+    done = loop.time()
+    writes.submit(key, q("a", "2"), write)
+    writes.submit(key, q("a", "3"), write)  # replaces 2 while it waits out the spacing
+    writes.submit(("PodGroup", "ns", "pg"), q("pg", "1"), write)  # no spacing: at once
+    await settle()
+    assert write.started == [q("a", "1"), q("pg", "1")]
+    write.finish_all()
+    while len(write.started) < 3:
+        await asyncio.sleep(0.01)
+    assert loop.time() - done >= 0.19
+    assert write.started == [q("a", "1"), q("pg", "1"), q("a", "3")]
+    write.finish_all()
+    assert await writes.drain(None)
+
+
 async def test_drain_gives_up_at_its_deadline_and_cancel_drops_what_waits():
     writes, write = Writes(workers=1), Recorder()
     writes.submit(("Queue", "a"), q("a", "1"), write)
