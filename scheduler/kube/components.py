@@ -66,6 +66,7 @@ async def run_controllers(client: KubeClient, stop: asyncio.Event, options: Cont
     ``health``: where their readiness and watches are checked from now on)."""
     ctl = ctl or Controllers(client, options or ControllerOptions(), metrics, handoff)
     informers = build_informers(ctl, client, watch_timeout)
+    ctl.synced = informers.synced
     if health is not None:
         health.readiness(lambda: None if informers.synced.is_set() else "controllers: caches not synced")
         health.liveness(watches_check(lambda: informers.reflectors, "controllers"))
@@ -123,11 +124,11 @@ async def run_components(client: KubeClient, controller_client: KubeClient | Non
             if ctl_stop.is_set():
                 return 0
         log.info("controllers starting")
+        ctl = Controllers(controller_client, options or ControllerOptions(), metrics, runtime)
         if runtime is not None:
-            runtime.controllers_started()
+            runtime.controllers_started(ctl.podgroup_soon)
         try:
-            await run_controllers(controller_client, ctl_stop, options, metrics=metrics, handoff=runtime,
-                                  health=health)
+            await run_controllers(controller_client, ctl_stop, ctl=ctl, health=health)
         except Exception:
             log.exception("controllers failed")
         if not ctl_stop.is_set():

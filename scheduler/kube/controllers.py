@@ -161,6 +161,8 @@ class Controllers(QueueController):
         self._pg_seen: dict[str, tuple[str, str, str]] = {}  # PodGroup key → (uid, queue, phase)
         self._queue_parent: dict[str, str] = {}
         self._podgroup_slots = asyncio.Semaphore(self.options.podgroup_workers)
+        self._bare_making: set[str] = set()  # pods whose PodGroup create is under way (by uid)
+        self.synced: asyncio.Event | None = None  # the informers' (run_controllers): handlers may run
         self._queue_syncs: dict[str, asyncio.Task[None]] = {}  # queues with a syncQueue due (queue_changed)
         self._timers: dict[str, list[_Timer]] = {}  # job key → delayed actions
         self._ttl: dict[str, asyncio.Task[None]] = {}
@@ -655,15 +657,30 @@ class Controllers(QueueController):
                 await asyncio.sleep(min(o.requeue_cap, o.requeue_base * 2 ** attempt))
         return None
 
+    def podgroup_soon(self, pod: Mapping[str, Any]) -> None:
+        """The scheduler in this process has predicted the bare pod's PodGroup (provisional.py), and its
+        Binding waits for the create: made now, not when the controllers' own watch brings the pod (that
+        event finds the create under way or done).  Before the informers have listed, the watch's event
+        does it, as any handler."""
+        if self.synced is not None and self.synced.is_set():
+            self._spawn(self.podgroup_for_bare_pod(pod))
+
     async def podgroup_for_bare_pod(self, pod: Mapping[str, Any]) -> None:
         """``podgroup-<uid>`` for a pod with schedulerName volcano and no group; the pod is annotated."""
         if not needs_podgroup(pod, self.options.scheduler_names):
             return
-        if self.handoff is not None and self.handoff.owes_group((pod.get("metadata") or {}).get("uid") or ""):
+        uid = (pod.get("metadata") or {}).get("uid") or ""
+        if self.handoff is not None and self.handoff.owes_group(uid):
             return  # handed over already (this is a relist's or a restarted watch's ADDED)
-        async with self._podgroup_slots:
-            failed = await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}",
-                                          lambda: self._create_pod_group(pod))
+        if uid in self._bare_making:
+            return  # under way (podgroup_soon, then the watch's ADDED)
+        self._bare_making.add(uid)
+        try:
+            async with self._podgroup_slots:
+                failed = await self._retrying(f"PodGroup for pod {'/'.join(_ns_name(pod))}",
+                                              lambda: self._create_pod_group(pod))
+        finally:
+            self._bare_making.discard(uid)
         not_made = getattr(self.handoff, "group_not_made", None)
         if failed is not None and not_made is not None:
             not_made(pod)  # a prediction of it (provisional.py) must not be bound

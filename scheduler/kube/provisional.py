@@ -9,7 +9,9 @@ brings the pod, and the pod's first cycle enqueues and allocates it, while the c
 
 The order, which makes it safe:
 
-1. the pod is seen → the predicted PodGroup enters the cache, the pod joins it (``predict``);
+1. the pod is seen → the predicted PodGroup enters the cache, the pod joins it (``predict``), and the
+   controller's create starts at once (``Controllers.podgroup_soon``), not when the controllers' own
+   watch brings the pod;
 2. a cycle decides (enqueue and allocate, as in any session) → the pod is assumed on its node at
    once, but its Binding, the PodGroup's status write and its Events wait;
 3. the controller's create answers → the PodGroup it made replaces the predicted one in the cache and
@@ -30,7 +32,7 @@ the only thing in which it may differ from the real one: it orders jobs created 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +74,9 @@ class ProvisionalGroups:
         # controllers wait for the Lease, so a prediction it made would never be confirmed, and a pod
         # it saw would be decided, on leading, on a PodGroup the old leader may have made otherwise
         self.active = False
+        # the controller's create of a predicted PodGroup, started at once (Controllers.podgroup_soon):
+        # the pod's Binding waits for its answer, so it must not wait for another watch to bring the pod
+        self.make: Callable[[Mapping[str, Any]], None] | None = None
 
     def predict(self, pod: Mapping[str, Any]) -> bool:
         """A pod first seen: when its PodGroup can be known now, it enters the cache and the pod joins
@@ -96,6 +101,8 @@ class ProvisionalGroups:
         cache.update_podgroup(manifest)
         self.feeder.owe_provisionally(pod, manifest["metadata"]["name"])
         asyncio.get_running_loop().call_later(self.timeout, self._expire, p)
+        if self.make is not None:
+            self.make(pod)
         return True
 
     def confirm(self, uid: str, stored: Mapping[str, Any]) -> None:

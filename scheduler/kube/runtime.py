@@ -17,7 +17,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -456,11 +456,13 @@ class Runtime:
             self.trigger.poke("podgroup given")
         return given
 
-    def controllers_started(self) -> None:
+    def controllers_started(self, make_podgroup: Callable[[Mapping[str, Any]], None] | None = None) -> None:
         """The controllers run in this process from now on (as leader): bare pods seen from now on have
-        their PodGroups predicted (provisional.py)."""
+        their PodGroups predicted (provisional.py), and ``make_podgroup(pod)`` starts the controller's
+        create of a predicted one at once."""
         if self.feeder.provisional is not None:
             self.feeder.provisional.active = True
+            self.feeder.provisional.make = make_podgroup
 
     def group_not_made(self, pod: Mapping[str, Any]) -> None:
         """The podgroup controller gave up on the pod's PodGroup: a prediction of it goes, unbound."""

@@ -87,6 +87,30 @@ async def test_a_bare_pod_is_decided_before_its_podgroup_exists_and_bound_after_
 
 
 @pytest.mark.asyncio
+async def test_the_create_starts_when_the_scheduler_sees_the_pod_not_the_controllers_watch(api):
+    """The Binding waits for the PodGroup create, so the create must not wait for the controllers' own
+    pod watch to bring the pod (a second stream, decoded after or before the scheduler's): with that
+    watch held after its initial list, the bare pod still gets its one PodGroup and its Binding."""
+    cluster(api, nodes=1)
+    held = asyncio.Event()
+    api.fail(lambda r: (r.method.value == "GET" and r.resource is not None and r.resource.plural == "pods"
+                        and r.params.get("watch") in ("true", "1")
+                        and r.headers.get("User-Agent", "").startswith(CONTROLLER_AGENT)), gate=held, times=100)
+    try:
+        async with running(api) as rt:
+            api.put(bare_pod("p1"))
+            await eventually(lambda: api.bindings, "p1 bound")
+            assert len([r for r in api.requests if is_pg_create(r)]) == 1
+            assert rt.feeder.provisional.confirmed == 1
+            held.set()  # the controllers' watch brings the pod now: no second create
+            await eventually(lambda: not rt.feeder.provisional.by_uid, "nothing waiting")
+            await asyncio.sleep(0.2)
+            assert len([r for r in api.requests if is_pg_create(r)]) == 1
+    finally:
+        held.set()
+
+
+@pytest.mark.asyncio
 async def test_a_podgroup_that_cannot_be_made_binds_nothing(api):
     cluster(api, nodes=1)
     api.fail(is_pg_create, status=500, times=100)
