@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--schedule-period", default="1s",
                    help="the longest pause between sessions (default 1s); a change that can alter a decision "
                         "starts one sooner (--cycle-coalesce)")
-    p.add_argument("--cycle-coalesce", default="5ms",
+    p.add_argument("--cycle-coalesce", default="1ms",
                    help="a session starts this long after the first change that can alter a decision (a new "
                         "pending pod, a pod finished, a node or queue changed), so a burst is one session; "
                         "'off': sessions only every --schedule-period, as Volcano (default 5ms)")

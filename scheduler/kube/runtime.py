@@ -67,7 +67,7 @@ class RunOptions:
     # cycles start when a watched change can change a decision (cycles.py), this long after the
     # first such change so that a burst is one cycle; schedule_period stays the upper bound.
     # None: only on the clock, every schedule_period (Volcano's loop)
-    cycle_coalesce: float | None = 0.005
+    cycle_coalesce: float | None = 0.001
     # and at least this many times the last cycle's own duration after it ended: the session thread
     # holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes keep flowing
     cycle_gap_ratio: float = 1.0
