@@ -105,16 +105,17 @@ class ProvisionalGroups:
             self.make(pod)
         return True
 
-    def confirm(self, uid: str, stored: Mapping[str, Any]) -> None:
+    def confirm(self, uid: str, stored: Mapping[str, Any]) -> bool:
         """The controller's create answered with ``stored`` (already in the cache): the Binding goes out
-        when it is the PodGroup predicted."""
+        when it is the PodGroup predicted.  Whether it was (the prediction held: nothing to decide again)."""
         p = self.by_uid.get(uid)
         if p is None:
-            return
+            return False
         same = self._decides_alike(p.predicted, stored)
         self._settle(p, same, drop_from_cache=False)
         if not same:
             log.info("PodGroup made otherwise than predicted; the pod is decided again", podgroup=p.key)
+        return same
 
     def carry_status(self, uid: str, stored: Mapping[str, Any]) -> dict[str, Any]:
         """``stored`` (the controller's PodGroup, as created) with the status the sessions gave the

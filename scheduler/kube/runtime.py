@@ -450,9 +450,8 @@ class Runtime:
         # for this create): the made one takes it over, so that no cycle decides it again
         self._watched[PODGROUPS].observe(prov.carry_status(uid, podgroup) if prov is not None else dict(podgroup))
         given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
-        if prov is not None:
-            prov.confirm(uid, podgroup)
-        if given:
+        held = prov.confirm(uid, podgroup) if prov is not None else False
+        if given and not held:  # a prediction that held changes no decision: its cycle has been
             self.trigger.poke("podgroup given")
         return given
 

@@ -79,7 +79,12 @@ async def test_a_bare_pod_is_decided_before_its_podgroup_exists_and_bound_after_
         pg = api.all(SCHED, "podgroups")[0]
         assert binding.data["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == pg["metadata"]["name"]
         assert rt.feeder.provisional.confirmed == 1 and rt.feeder.provisional.refused == 0
-        # the status the session decided follows the create; no annotation PATCH (the Binding carried it)
+        # the status the session decided follows the create; no annotation PATCH (the Binding carried it).
+        # Running comes from the next cycle that sees the pod bound: the period's (here started by hand;
+        # the create's answer, a prediction that held, starts none)
+        await eventually(lambda: uid not in rt.feeder.assumed, "the binding's echo")
+        assert rt.trigger.reasons["podgroup given"] == 0
+        rt.trigger.poke("the period")
         await eventually(lambda: (api.get(SCHED, "podgroups", "default", pg["metadata"]["name"]) or {})
                          .get("status", {}).get("phase") == "Running", "the PodGroup Running")
         assert not [r for r in api.requests if r.method.value == "PATCH" and r.resource.plural == "pods"

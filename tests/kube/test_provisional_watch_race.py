@@ -61,6 +61,8 @@ async def test_the_watched_podgroup_before_the_creates_reply_keeps_the_sessions_
         assert rt.trigger.reasons["podgroup"] == podgroup_pokes  # nothing a cycle would decide again
         replied.set()
         await eventually(lambda: [b[1] for b in api.bindings] == ["p1"], "p1 bound")
+        await eventually(lambda: uid not in rt.feeder.assumed, "the binding's echo")
+        rt.trigger.poke("the period")  # the next cycle, which sees p1 bound: the period's, started by hand
         await eventually(lambda: (api.get(SCHED, "podgroups", "default", name) or {})
                          .get("status", {}).get("phase") == "Running", "p1's PodGroup Running")
         assert not pod_patches(api)  # the Binding carried the group annotation
