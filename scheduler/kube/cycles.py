@@ -101,8 +101,8 @@ class CycleTrigger:
         pg = job.podgroup if job is not None else None
         if pg is None:
             return None
-        return (pg.min_member, tuple(sorted(pg.min_task_member.items())), pg.queue, pg.priority_class_name,
-                repr(pg.min_resources_list), tuple(sorted(pg.annotations.items())), pg.phase)
+        return (pg.min_member, tuple(sorted(pg.min_task_member.items())), pg.queue or self.cache.default_queue,
+                pg.priority_class_name, repr(pg.min_resources_list), tuple(sorted(pg.annotations.items())), pg.phase)
 
     def _podgroup_upsert(self, obj: dict[str, Any], apply: Any) -> None:
         key = _ns_key(obj)

@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from .api import LEASES, ApiError, KubeClient
-from .sink import rfc3339
+from .source import rfc3339
 
 log = structlog.get_logger("vcsched.kube.leader")
 

@@ -117,24 +117,16 @@ class ProvisionalGroups:
             log.info("PodGroup made otherwise than predicted; the pod is decided again", podgroup=p.key)
         return same
 
-    def carry_status(self, uid: str, stored: Mapping[str, Any]) -> dict[str, Any]:
-        """``stored`` (the controller's PodGroup, as created) with the status the sessions gave the
-        predicted one, when it is the PodGroup predicted; that status is on its way to the API."""
-        p = self.by_uid.get(uid)
-        job = self.feeder.cache.jobs.get(p.key) if p is not None else None
-        pg = job.podgroup if job is not None else None
-        if pg is None or pg.uid or not self._decides_alike(p.predicted, stored):
-            return dict(stored)
-        status = {**(stored.get("status") or {}), "phase": pg.phase, "running": pg.running,
-                  "succeeded": pg.succeeded, "failed": pg.failed, "conditions": [dict(c) for c in pg.conditions]}
-        return {**stored, "status": status}
-
-    def carry_watched(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` from the PodGroup watch: while its prediction waits for the create's answer, with the
-        status the sessions gave the prediction (``carry_status``); else as it is."""
+    def may_carry_status(self, obj: Mapping[str, Any]) -> bool:
+        """Whether PodGroup ``obj`` (from the watch, or the create's answer) may take the status the
+        sessions gave its prediction (CacheFeeder.with_asked_status): yes unless a prediction of that name
+        waits for its create and ``obj`` is not the PodGroup predicted (made otherwise: that status is
+        never written to it)."""
+        if not self.by_group:
+            return True
         meta = obj.get("metadata") or {}
-        p = self.by_group.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}") if self.by_group else None
-        return obj if p is None else self.carry_status(p.uid, obj)
+        p = self.by_group.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+        return p is None or self._decides_alike(p.predicted, obj)
 
     def failed(self, uid: str) -> None:
         """The controller could not make the pod's PodGroup: nothing waiting on it goes out."""

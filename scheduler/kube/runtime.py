@@ -446,11 +446,12 @@ class Runtime:
             return False
         uid = (pod.get("metadata") or {}).get("uid") or ""
         prov = self.feeder.provisional
-        # the PodGroup as predicted carries what the sessions decided for it (its status write waits
-        # for this create): the made one takes it over, so that no cycle decides it again
-        self._watched[PODGROUPS].observe(prov.carry_status(uid, podgroup) if prov is not None else dict(podgroup))
-        given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
         held = prov.confirm(uid, podgroup) if prov is not None else False
+        # the PodGroup as predicted carries what the sessions decided for it (its status write waited
+        # for this create): the made one takes it over (CacheFeeder.with_asked_status), so that no cycle
+        # decides it again; one made otherwise does not, the prediction being forgotten by now
+        self._watched[PODGROUPS].observe(dict(podgroup))
+        given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
         if given and not held:  # a prediction that held changes no decision: its cycle has been
             self.trigger.poke("podgroup given")
         return given

@@ -32,7 +32,6 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 import structlog
@@ -52,7 +51,7 @@ from .api import (EVENTS, MERGE_PATCH, NODES, PODGROUPS, PODS, QUEUES, RESOURCE_
                   KubeClient, warn_unless_denied)
 from ..metrics import Metrics
 from ..api.types import GROUP_NAME_ANNOTATION
-from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time
+from .source import Assumed, Backoff, CacheFeeder, OwedGroup, creation_time, podgroup_status_out, rfc3339
 
 log = structlog.get_logger("vcsched.kube.sink")
 
@@ -68,18 +67,6 @@ SPAM_BURST, SPAM_QPS = 25, 1 / 300
 KIND_API_VERSION = {"Pod": "v1", "PodGroup": "scheduling.volcano.sh/v1beta1", "ConfigMap": "v1",
                     "HyperNode": "topology.volcano.sh/v1alpha1"}
 
-
-def rfc3339(ts: float | None = None, micro: bool = False) -> str:
-    t = datetime.fromtimestamp(time.time() if ts is None else ts, timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition_out(c: dict[str, Any]) -> dict[str, Any]:
-    out = dict(c)
-    for k in ("lastTransitionTime", "lastProbeTime"):
-        if isinstance(out.get(k), (int, float)):
-            out[k] = rfc3339(out[k])
-    return out
 
 
 class Retry:
@@ -423,8 +410,7 @@ class KubeSink:
                 if isinstance(e, Evict):
                     self.feeder.evict(e.uid)
                 elif isinstance(e, PodGroupStatus):
-                    self.feeder.cache.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running,
-                                                          e.succeeded, e.failed, e.conditions)
+                    self.feeder.ask_podgroup_status(e)
                     made = self._podgroup_made(e.namespace, e.name)
                     if made is not None:  # a predicted PodGroup's status: written once the API holds it
                         self._after(made, lambda e=e: self.writes.submit(_object_key(e), e, self._write))
@@ -717,12 +703,12 @@ class KubeSink:
                                                                      content_type=content_type), what)
 
     async def _podgroup_status(self, e: PodGroupStatus) -> None:
-        status = {"phase": e.phase, "running": e.running, "succeeded": e.succeeded, "failed": e.failed,
-                  "conditions": [_condition_out(c) for c in e.conditions]}
-        obj = await self._patch(PODGROUPS.path(e.namespace, e.name), {"status": status}, MERGE_PATCH,
-                                f"podgroup {e.namespace}/{e.name}")
-        if obj.get("metadata"):
-            self.feeder.cache.update_podgroup(obj)
+        status, obj = podgroup_status_out(e), None
+        try:
+            obj = await self._patch(PODGROUPS.path(e.namespace, e.name), {"status": status}, MERGE_PATCH,
+                                    f"podgroup {e.namespace}/{e.name}")
+        finally:
+            self.feeder.podgroup_status_answered(f"{e.namespace}/{e.name}", status, obj)
 
     async def _queue_status(self, e: QueueStatus) -> None:
         obj = await self._patch(QUEUES.path(None, e.name, "status"), {"status": {"allocated": e.allocated}},

@@ -30,6 +30,7 @@ import structlog
 from ..api.task_info import parse_timestamp
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..cache import Cache
+from ..framework.effects import PodGroupStatus
 from ..metrics import Metrics
 from ..sim.dra_manifest import dra_problem
 from .api import (
@@ -285,6 +286,24 @@ class OwedGroup:
     provisional: bool = False
 
 
+def rfc3339(ts: float | None = None, micro: bool = False) -> str:
+    t = datetime.fromtimestamp(time.time() if ts is None else ts, timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def podgroup_status_out(e: PodGroupStatus) -> dict[str, Any]:
+    """The PodGroup status a session's write sets, as the API will hold it."""
+    conditions = []
+    for c in e.conditions:
+        out = dict(c)
+        for k in ("lastTransitionTime", "lastProbeTime"):
+            if isinstance(out.get(k), (int, float)):
+                out[k] = rfc3339(out[k])
+        conditions.append(out)
+    return {"phase": e.phase, "running": e.running, "succeeded": e.succeeded, "failed": e.failed,
+            "conditions": conditions}
+
+
 class CacheFeeder:
     """Turns reflector events into cache calls, and keeps dispatched pods on their node until confirmed.
 
@@ -312,6 +331,9 @@ class CacheFeeder:
         self.owed: dict[str, OwedGroup] = {}  # uid → its group, told in process, annotation not yet seen
         # a bare pod's PodGroup predicted as the controller in this process will make it (provisional.py)
         self.provisional: Any = None
+        # the PodGroup statuses sessions have asked for (KubeSink), by namespace/name, until the API has
+        # answered the write of the latest: see with_asked_status
+        self.asked_status: dict[str, dict[str, Any]] = {}
         self.generation = 0  # counts snapshots (``next_generation``)
         # the resource.k8s.io objects are checked as the API server checks them: the CRDs that stand in
         # for them on an older server do not (sim/dra_manifest.py)
@@ -369,13 +391,46 @@ class CacheFeeder:
         self.cache.delete_pod(uid)
 
     def podgroup(self, obj: dict[str, Any]) -> None:
-        """A watched PodGroup.  One predicted in process (provisional.py) can come from the watch before
-        the controller's create has answered (two connections): it keeps the status the sessions gave the
-        prediction, on its way to the API once that answer comes, as when the answer brings it
-        (Runtime.give_group); the API's status of the create would have the next cycle enqueue it again."""
-        if self.provisional is not None:
-            obj = self.provisional.carry_watched(obj)
-        self.cache.update_podgroup(obj)
+        """A watched PodGroup, with the status on its way to the API laid over (``with_asked_status``).
+        One predicted in process (provisional.py) can come from the watch before the controller's create
+        has answered (two connections): it keeps the status the sessions gave the prediction, written
+        once that answer comes; the API's status of the create would have the next cycle enqueue it
+        again."""
+        self.cache.update_podgroup(self.with_asked_status(obj))
+
+    def ask_podgroup_status(self, e: PodGroupStatus) -> None:
+        """A session's PodGroup status, dispatched: in the cache at once (Cache.set_podgroup_status), and
+        laid over what the API says of the PodGroup until its write is answered."""
+        key = f"{e.namespace}/{e.name}"
+        self.cache.set_podgroup_status(key, e.phase, e.running, e.succeeded, e.failed, e.conditions)
+        self.asked_status[key] = podgroup_status_out(e)
+
+    def podgroup_status_answered(self, key: str, status: dict[str, Any], obj: dict[str, Any] | None) -> None:
+        """The write of ``status`` answered with ``obj`` (None: it failed for good): the API's status from
+        now on, unless a later one has been asked for meanwhile."""
+        if self.asked_status.get(key) == status:
+            del self.asked_status[key]
+        if obj is not None and obj.get("metadata"):
+            self.cache.update_podgroup(self.with_asked_status(obj))
+
+    def with_asked_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` (a PodGroup from the watch, or the answer to a write) with the status a session has
+        asked for since, while that write is on its way.  The echo of an earlier write (Inqueue, say)
+        can come after the next session has moved the PodGroup on (Running): taken as it is, it would
+        put the cache back to a status this process has left, and a cycle would start for the change
+        and write the later status again.  What is on its way will be the API's status once written."""
+        if not self.asked_status:
+            return obj
+        meta = obj.get("metadata") or {}
+        asked = self.asked_status.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+        if asked is None or (self.provisional is not None and not self.provisional.may_carry_status(obj)):
+            return obj
+        return {**obj, "status": {**(obj.get("status") or {}), **asked}}
+
+    def podgroup_gone(self, obj: dict[str, Any]) -> None:
+        key = object_key(obj)
+        self.asked_status.pop(key, None)
+        self.cache.delete_podgroup(key)
 
     # -- groups told in process ------------------------------------------------------------
 
@@ -413,6 +468,7 @@ class CacheFeeder:
             del self.owed[uid]
             if uid in self.pods:
                 self._feed_pod(self.pods[uid])
+        self.asked_status.pop(key, None)  # its status writes waited for the create: none goes out
         job = self.cache.jobs.get(key)
         if drop_podgroup and job is not None and job.podgroup is not None and not job.podgroup.uid:
             self.cache.delete_podgroup(key)
@@ -484,7 +540,7 @@ class CacheFeeder:
         return {
             NODES: _Fn(c.update_node, lambda o: c.delete_node(o["metadata"]["name"])),
             PODS: _Fn(self.pod, self.pod_deleted),
-            PODGROUPS: _Fn(self.podgroup, lambda o: c.delete_podgroup(object_key(o))),
+            PODGROUPS: _Fn(self.podgroup, self.podgroup_gone),
             QUEUES: _Fn(c.update_queue, lambda o: c.delete_queue(o["metadata"]["name"])),
             PRIORITY_CLASSES: _Fn(c.add_priority_class, lambda o: c.delete_priority_class(o["metadata"]["name"])),
             HYPERNODES: _Fn(c.update_hypernode, lambda o: c.delete_hypernode(o["metadata"]["name"])),

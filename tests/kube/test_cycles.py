@@ -126,6 +126,41 @@ def test_a_podgroup_status_this_process_wrote_is_no_change_another_phase_is(fed)
     assert trigger.work.is_set() and trigger.reasons["podgroup"] == 2
 
 
+def test_the_echo_of_an_earlier_status_write_neither_takes_the_cache_back_nor_starts_a_cycle():
+    """One session wrote Inqueue, the next Running; the watch brings the Inqueue write's echo after
+    that: the cache keeps Running (on its way to the API) and no cycle starts to write it again."""
+    from vcsched.framework.effects import PodGroupStatus
+    from vcsched.kube.source import podgroup_status_out
+
+    cache = Cache()
+    feeder = CacheFeeder(cache)
+    trigger = CycleTrigger(cache)
+    h = {kind: trigger.wrap(kind, handler) for kind, handler in feeder.handlers().items()}
+    pg = _rv(podgroup("pg1"), 1)
+    h[PODGROUPS].upsert(pg)
+    trigger.take()
+    inqueue = PodGroupStatus("default", "pg1", "Inqueue", 0, 0, 0, [])
+    running = PodGroupStatus("default", "pg1", "Running", 1, 0, 0, [])
+    feeder.ask_podgroup_status(inqueue)
+    feeder.ask_podgroup_status(running)  # the next session, before the first write was answered
+    echo = _rv(pg, 2)
+    echo["status"] = {"phase": "Inqueue"}
+    h[PODGROUPS].upsert(echo)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Running" and not trigger.work.is_set()
+    # the Inqueue write's own answer: Running is still on its way
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(inqueue), echo)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Running"
+    answer = _rv(pg, 3)
+    answer["status"] = {"phase": "Running", "running": 1}
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(running), answer)
+    assert not feeder.asked_status and not trigger.work.is_set()
+    # from now on the API's status is the cache's: someone else's change is a change
+    other = _rv(answer, 4)
+    other["status"] = {"phase": "Pending"}
+    h[PODGROUPS].upsert(other)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Pending" and trigger.work.is_set()
+
+
 def test_any_change_of_another_kind_starts_a_cycle(fed):
     cache, trigger, h = fed
     h[HYPERNODES].upsert({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",

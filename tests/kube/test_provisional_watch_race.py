@@ -3,8 +3,8 @@
 The controller's create and the scheduler's PodGroup watch are two connections: the watch may bring
 the created PodGroup (the API's status: Pending) before the create's reply reaches the controller in
 the same process.  The status the session gave the predicted PodGroup (Inqueue: enqueued, its pod
-Binding) is on its way to the API, waiting for that reply.  Runtime.give_group carries it over to the
-PodGroup the reply brings; the watched PodGroup must keep it too, or the cache says Pending for a
+Binding) is on its way to the API, waiting for that reply.  The PodGroup the reply brings and the
+watched one both take it (CacheFeeder.with_asked_status), or the cache says Pending for a
 group that was enqueued, a cycle starts for the change and enqueues it a second time (its status
 written and its events recorded again).  kmock applies the create and holds only its reply.
 """
