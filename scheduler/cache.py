@@ -148,6 +148,9 @@ class Cache:
         # settled jobs' clones a completed session left as they were, reused by the next snapshot when
         # the cache has not changed the job since (keep_clones; ``vcsched run`` only)
         self._reusable: dict[str, JobInfo] = {}
+        # counts what makes every kept clone stale (devices, priority classes): a session whose snapshot
+        # was taken before such a change keeps nothing (keep_clones)
+        self._reuse_epoch = self._snapshot_epoch = 0
         self._changed_jobs: set[str] = set()
         # since the last snapshot: each changed job's pods added, updated or deleted (uid, in the order of
         # their last change)
@@ -184,6 +187,7 @@ class Cache:
         """A new device configuration (conf or device ConfigMap): re-read every node's devices."""
         self.devices = devices
         self._reusable.clear()  # requests are counted again
+        self._reuse_epoch += 1
         self._delta_bases.clear()
         self._node_clones.clear()
         ignored = frozenset(getattr(devices, "ignored", ()))
@@ -464,11 +468,13 @@ class Cache:
         self.priority_classes[name] = PriorityClass(name, int(obj.get("value") or 0), bool(obj.get("globalDefault")))
         self._reusable.clear()  # a job's priority may change
         self._delta_bases.clear()
+        self._reuse_epoch += 1
 
     def delete_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
         self._reusable.clear()
         self._delta_bases.clear()
+        self._reuse_epoch += 1
 
     # -- snapshot -----------------------------------------------------------------------------------
 
@@ -489,6 +495,7 @@ class Cache:
         self._snapshots += 1
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
+        self._snapshot_epoch = self._reuse_epoch
         node_clones, self._node_clones = self._node_clones, {}
         bases, self._delta_bases = self._delta_bases, {}
         task_changes, self._task_changes = self._task_changes, {}
@@ -556,7 +563,11 @@ class Cache:
         reused and left alone is kept as it is, without a look at its tasks.  The others it left alone
         are kept as bases the next snapshot brings up to date (_keep_base).  What the cache changes (a pod's or PodGroup's update, a
         status written, a priority class or the device configuration) makes a fresh clone.  Safe to call
-        from the session's thread: it reads only the session's clones."""
+        from the session's thread: it reads only the session's clones.  A session whose snapshot came
+        before a change that makes every clone stale (a device configuration, a priority class) keeps
+        nothing."""
+        if self._snapshot_epoch != self._reuse_epoch:
+            return
         keep: dict[str, JobInfo] = {}
         reused = ssn.reused
         for uid, job in ssn.jobs.items():

@@ -244,3 +244,30 @@ def test_a_job_the_cache_changed_is_not_reused_as_it_was():
     # session having left it alone), as a whole clone would be
     assert "ns/j1" not in snap.reused and fresh.tasks["u-j1-0"].status.name == "Succeeded"
     assert clone_view(fresh) == clone_view(c.jobs["ns/j1"].clone())
+
+
+def test_a_session_whose_snapshot_came_before_a_new_priority_class_keeps_nothing():
+    """A priority class made while a session runs (on its worker thread) may change any job's priority:
+    the clones that session keeps afterwards would carry the old one, so it keeps none."""
+    world = World(7)
+    c = Cache()
+    for q in ("root", "default"):
+        c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
+                     "spec": {"weight": 1}, "status": {"state": "Open"}})
+    for obj in [world.node(), *world.job(1)]:
+        feed(c, obj)
+    s = Scheduler(c, parse_conf(DEFAULT_SCHEDULER_CONF))
+    for _ in range(3):
+        ssn, effects = s.run_session(c.snapshot())
+        for e in effects:
+            if isinstance(e, Bind):
+                feed(c, world.bind(e))
+            elif isinstance(e, PodGroupStatus):
+                c.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
+                                      e.conditions)
+    c.keep_clones(ssn, *touched_jobs(effects))
+    ssn, effects = s.run_session(c.snapshot())
+    c.add_priority_class({"metadata": {"name": "high"}, "value": 1000, "globalDefault": True})  # meanwhile
+    c.keep_clones(ssn, *touched_jobs(effects))
+    snap = c.snapshot()
+    assert not snap.reused and snap.jobs["ns/j1"].priority == 1000
