@@ -473,11 +473,8 @@ class Runtime:
         return self.feeder.owes_group(uid)
 
     def _session(self, snapshot: Snapshot) -> tuple[Session, list[Effect]]:
-        """On the worker thread: the session, then the settled jobs it left as they were kept for the next
-        snapshot, which need not clone them again (Cache.keep_clones reads only the session's clones)."""
         started = time.perf_counter()
         ssn, effects = self.scheduler.run_session(snapshot)
-        self.cache.keep_clones(ssn, *touched_jobs(effects))
         self._session_seconds = time.perf_counter() - started
         return ssn, effects
 
@@ -494,11 +491,14 @@ class Runtime:
             ssn, effects = self._session(snapshot)
         else:
             ssn, effects = await asyncio.to_thread(self._session, snapshot)
-        self.scheduler.publish(ssn)
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():
             raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
-        await self.sink.apply(effects)
+        await self.sink.apply(effects)  # the binds first: what follows is off the pods' path
+        # the settled jobs the session left as they were, kept for the next snapshot, which need not
+        # clone them again (Cache.keep_clones reads only the session's clones)
+        self.cache.keep_clones(ssn, *touched_jobs(effects))
+        self.scheduler.publish(ssn)
         self.sink.annotate_due(generation)
 
     async def run(self, stop: asyncio.Event | None = None) -> int:
