@@ -28,6 +28,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import time
 import uuid
 from collections import OrderedDict
@@ -298,6 +299,8 @@ def _object_key(e: Effect) -> tuple[str, ...]:
 
 # a job with at most this many binds in a session's effects is served first when a bind slot frees
 EXPRESS_BINDS = 16
+# how long a session's status writes and events wait for its express binds' answers (_send_after)
+SENDS_WAIT = 0.05
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
@@ -356,6 +359,7 @@ class KubeSink:
         self._bind_slots = BindSlots(bind_workers)
         self.writes = Writes(status_workers, {"Queue": queue_status_spacing})
         self._binds: set[asyncio.Task[None]] = set()
+        self._sending: set[asyncio.Task[None]] = set()  # writes and events waiting for binds (_send_after)
         self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
         self.bound = 0
         self.bind_failures = 0
@@ -369,8 +373,11 @@ class KubeSink:
         only node locks are awaited, as the Bind after one must find the lock in place.
 
         What the next session must see is in the cache at once: a bound pod assumed on its node, an
-        evicted pod Releasing, a PodGroup's new status."""
+        evicted pod Releasing, a PodGroup's new status.  The status writes and events go out once the
+        binds of the session's few-pod jobs have been answered (``_send_after``)."""
         unlocked: str | None = None  # the node whose lock was just refused: its Bind does not go out
+        express: list[asyncio.Task[None]] = []
+        sends: list[Callable[[], None]] = []
         binds_per_job: dict[str, int] = {}
         for e in effects:
             if isinstance(e, Bind):
@@ -386,7 +393,7 @@ class KubeSink:
                 self.events.emit("Pod", e.namespace, e.name, e.uid, "Warning", "FailedScheduling",
                                  f"failed to lock node {e.node}; the pod stays pending")
             elif isinstance(e, Bind):
-                express = binds_per_job[self._job_of(e)] <= EXPRESS_BINDS
+                lane = binds_per_job[self._job_of(e)] <= EXPRESS_BINDS
                 owed = self.feeder.group_annotation(e.uid)
                 if owed:  # the pod's group annotation, owed by the controller in this process, goes with it
                     e = dataclasses.replace(e, annotations={**owed, **e.annotations})
@@ -397,25 +404,48 @@ class KubeSink:
                 if mine is not None:  # statement.go · allocate: the task is assumed on its node
                     self.metrics.task_stage("Assumed", creation_time(self.feeder.pods[e.uid]), time.time())
                 made = self._group_made(e.uid)
-                task = asyncio.create_task(self._bind(e, mine, made, express))
+                task = asyncio.create_task(self._bind(e, mine, made, lane))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
+                if lane:
+                    express.append(task)
             elif isinstance(e, Event):
                 made = self._podgroup_made(e.namespace, e.name) if e.kind == "PodGroup" else None
                 if made is not None:  # about a predicted PodGroup: once the API holds it
-                    self._after(made, lambda e=e: self._emit(e))
+                    sends.append(functools.partial(self._after, made, functools.partial(self._emit, e)))
                 else:
-                    self._emit(e)
+                    sends.append(functools.partial(self._emit, e))
+            elif isinstance(e, Evict):
+                self.feeder.evict(e.uid)
+                self.writes.submit(_object_key(e), e, self._write)
             else:
-                if isinstance(e, Evict):
-                    self.feeder.evict(e.uid)
-                elif isinstance(e, PodGroupStatus):
+                write = functools.partial(self.writes.submit, _object_key(e), e, self._write)
+                if isinstance(e, PodGroupStatus):
                     self.feeder.ask_podgroup_status(e)
                     made = self._podgroup_made(e.namespace, e.name)
                     if made is not None:  # a predicted PodGroup's status: written once the API holds it
-                        self._after(made, lambda e=e: self.writes.submit(_object_key(e), e, self._write))
-                        continue
-                self.writes.submit(_object_key(e), e, self._write)
+                        write = functools.partial(self._after, made, write)
+                sends.append(write)
+        self._send_after(express, sends)
+
+    def _send_after(self, binds: list[asyncio.Task[None]], sends: list[Callable[[], None]]) -> None:
+        """``send()`` each of ``sends`` once ``binds`` have been answered (at most SENDS_WAIT seconds).
+        A pod's wait ends with its Binding; its PodGroup's status, the queue's and the events can wait a
+        round trip, rather than have the API server (and, on a small machine, the cores it shares with
+        this process) serve them in the Binding's stead."""
+        if not binds or not sends:
+            for send in sends:
+                send()
+            return
+
+        async def when_answered() -> None:
+            await asyncio.wait(binds, timeout=SENDS_WAIT)
+            for send in sends:
+                send()
+
+        task = asyncio.create_task(when_answered())
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     def _job_of(self, e: Bind) -> str:
         """The PodGroup a bound pod belongs to (its own uid for a pod without one)."""
@@ -506,14 +536,16 @@ class KubeSink:
         deadline = None if timeout is None else loop.time() + timeout
         if not await self.drain_binds(timeout):
             return False
+        if self._sending:
+            await asyncio.wait(list(self._sending), timeout=None if deadline is None else max(0.0, deadline - loop.time()))
         if not await self.writes.drain(deadline):
             return False
         return await self.events.flush(None if deadline is None else max(0.0, deadline - loop.time()))
 
     async def cancel(self) -> None:
-        for t in list(self._binds):
+        for t in [*self._binds, *self._sending]:
             t.cancel()
-        await asyncio.gather(*list(self._binds), return_exceptions=True)
+        await asyncio.gather(*self._binds, *self._sending, return_exceptions=True)
         await self.writes.cancel()
         await self.events.close()
 

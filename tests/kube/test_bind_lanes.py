@@ -50,3 +50,31 @@ async def test_a_freed_bind_slot_goes_to_a_single_pod_before_a_gangs_waiting_bin
     assert sum(1 for b in api.bindings if b[1].startswith("gang-")) == 4  # the 36 still held
     rest.set()
     await eventually(lambda: sum(1 for b in api.bindings if b[1].startswith("gang-")) == 40, "the gang bound")
+
+
+async def test_a_sessions_status_writes_and_events_go_out_once_its_few_binds_are_answered(api, start, monkeypatch):
+    """The pod's wait ends with its Binding: its PodGroup's status write and the events wait for the
+    Binding's answer (here held at the server; the wait's bound, SENDS_WAIT, raised out of the way)."""
+    from vcsched.kube import sink
+
+    monkeypatch.setattr(sink, "SENDS_WAIT", 30.0)
+    api.put(queue("default"))
+    api.put(queue("root"))
+    api.put(conf_map(CONF))
+    api.put(node("n1", cpu="8", memory="32Gi"))
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1", cpu="100m"))
+    answered = asyncio.Event()
+    api.fail(lambda r: r.subresource == "binding", reply_gate=answered)
+
+    def status_or_event(r) -> bool:
+        return r.resource is not None and (r.resource.plural == "events" or (
+            r.resource.plural == "podgroups" and r.method.value in ("PATCH", "PUT")))
+
+    rt = await start(schedule_period=3600)  # one session: nothing starts another while the bind is held
+    await eventually(lambda: any(r.subresource == "binding" for r in api.requests), "p1's Binding sent")
+    await asyncio.sleep(0.2)
+    assert rt.sessions == 1 and not [r for r in api.requests if status_or_event(r)]
+    answered.set()
+    await eventually(lambda: api.bindings, "p1 bound")
+    await eventually(lambda: any(status_or_event(r) for r in api.requests), "the status and events written")
