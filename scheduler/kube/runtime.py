@@ -68,8 +68,9 @@ class RunOptions:
     # first such change so that a burst is one cycle; schedule_period stays the upper bound.
     # None: only on the clock, every schedule_period (Volcano's loop)
     cycle_coalesce: float | None = 0.001
-    # and at least this many times the last cycle's own duration after it ended: the session thread
-    # holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes keep flowing
+    # and at least this many times the last session's time on the worker thread after its cycle ended:
+    # the session thread holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes
+    # keep flowing (a session on the loop, or the loop's own dispatch of effects, owes no gap)
     cycle_gap_ratio: float = 1.0
     # the podgroup controller runs in this process: a bare pod's PodGroup is predicted and decided on
     # in the pod's first cycle, its Binding sent once the controller has made it (provisional.py)
@@ -301,7 +302,7 @@ class Runtime:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.synced = asyncio.Event()
         self.sessions = 0
-        self._cycle_seconds = 0.0  # how long the last cycle took (snapshot, session, effects dispatched)
+        self._thread_seconds = 0.0  # how long the last session held the worker thread (0: it ran on the loop)
         self._session_seconds = 1.0  # the last session's own time (none yet: assume a long one)
         self._session_done_at: float | None = None  # loop time of the last session completed (or leadership taken)
         self.health = Health()
@@ -489,8 +490,10 @@ class Runtime:
         snapshot = self.cache.snapshot()
         if self._session_seconds < INLINE_SESSION and pending_tasks(snapshot, INLINE_TASKS) <= INLINE_TASKS:
             ssn, effects = self._session(snapshot)
+            self._thread_seconds = 0.0
         else:
             ssn, effects = await asyncio.to_thread(self._session, snapshot)
+            self._thread_seconds = self._session_seconds
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():
             raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
@@ -529,9 +532,7 @@ class Runtime:
                         # node deleted meanwhile would get pods); wait for it rather than bind on it
                         log.debug("caches catching up; no session", kinds=stale)
                     else:
-                        began = loop.time()
                         await self.run_session()
-                        self._cycle_seconds = loop.time() - began
                     self._session_done_at = loop.time()
                 except LeadershipLost:
                     raise
@@ -544,7 +545,7 @@ class Runtime:
                 elif self.options.cycle_coalesce is None:
                     await asyncio.wait(others, timeout=self.options.schedule_period)
                 else:
-                    gap = self.options.cycle_gap_ratio * self._cycle_seconds
+                    gap = self.options.cycle_gap_ratio * self._thread_seconds
                     await wait_for_work(self.trigger, self.options.schedule_period, self.options.cycle_coalesce,
                                         *others, not_before=self._session_done_at + gap)
                 if lost is not None:
