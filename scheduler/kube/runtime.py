@@ -497,7 +497,8 @@ class Runtime:
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():
             raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
-        await self.sink.apply(effects)  # the binds first: what follows is off the pods' path
+        await self.sink.apply(effects)
+        await asyncio.sleep(0)  # the Bindings on the wire before what follows, which is off the pods' path
         # the settled jobs the session left as they were, kept for the next snapshot, which need not
         # clone them again (Cache.keep_clones reads only the session's clones)
         self.cache.keep_clones(ssn, *touched_jobs(effects))
