@@ -360,6 +360,7 @@ class KubeSink:
         self.writes = Writes(status_workers, {"Queue": queue_status_spacing})
         self._binds: set[asyncio.Task[None]] = set()
         self._sending: set[asyncio.Task[None]] = set()  # writes and events waiting for binds (_send_after)
+        self._last_sends: asyncio.Task[None] | None = None
         self._claim_locks: dict[str, list] = {}  # claim key -> [lock, binds waiting on it]
         self.bound = 0
         self.bind_failures = 0
@@ -429,21 +430,29 @@ class KubeSink:
         self._send_after(express, sends)
 
     def _send_after(self, binds: list[asyncio.Task[None]], sends: list[Callable[[], None]]) -> None:
-        """``send()`` each of ``sends`` once ``binds`` have been answered (at most SENDS_WAIT seconds).
-        A pod's wait ends with its Binding; its PodGroup's status, the queue's and the events can wait a
-        round trip, rather than have the API server (and, on a small machine, the cores it shares with
-        this process) serve them in the Binding's stead."""
-        if not binds or not sends:
+        """``send()`` each of ``sends`` once ``binds`` have been answered (at most SENDS_WAIT seconds),
+        and after every earlier session's sends.  A pod's wait ends with its Binding; its PodGroup's
+        status, the queue's and the events can wait a round trip, rather than have the API server (and,
+        on a small machine, the cores it shares with this process) serve them in the Binding's stead.
+        Sessions' sends never overtake one another: a later status of an object always replaces an
+        earlier one (Writes keeps the last asked for), never the other way round."""
+        prior = self._last_sends if self._last_sends is not None and not self._last_sends.done() else None
+        if not sends:
+            return
+        if not binds and prior is None:
             for send in sends:
                 send()
             return
 
         async def when_answered() -> None:
-            await asyncio.wait(binds, timeout=SENDS_WAIT)
+            if binds:
+                await asyncio.wait(binds, timeout=SENDS_WAIT)
+            if prior is not None:
+                await asyncio.wait([prior])
             for send in sends:
                 send()
 
-        task = asyncio.create_task(when_answered())
+        task = self._last_sends = asyncio.create_task(when_answered())
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 

@@ -128,3 +128,24 @@ async def test_events_are_written_in_the_background_and_an_object_gets_a_burst_t
     finally:
         await events.close()
         await client.close()
+
+
+async def test_a_later_sessions_writes_never_overtake_an_earlier_sessions_waiting_for_its_binds():
+    """Session A's status writes wait for its Binding's answer; session B, with no bind, writes the same
+    PodGroup's later status: B's must not go first, or A's older status would be the one left waiting
+    (Writes keeps the last asked for) and written last."""
+    from vcsched.kube.sink import KubeSink
+
+    sink = KubeSink(None, None)  # type: ignore[arg-type]  # _send_after touches neither
+    answered = asyncio.Event()
+    bind = asyncio.create_task(answered.wait())
+    sent: list[str] = []
+    sink._send_after([bind], [lambda: sent.append("A: Inqueue")])
+    sink._send_after([], [lambda: sent.append("B: Running")])
+    await settle()
+    assert sent == []
+    answered.set()
+    await settle()
+    assert sent == ["A: Inqueue", "B: Running"]
+    sink._send_after([], [lambda: sent.append("C")])  # nothing waits any more: at once
+    assert sent[-1] == "C"
