@@ -211,44 +211,10 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
     assert reused_total > 0 and nodes_reused > 0, "no clone was ever reused: the comparison proves nothing"
 
 
-def test_a_job_the_cache_changed_is_not_reused_as_it_was():
-    world = World(7)
-    c = Cache()
-    for q in ("root", "default"):
-        c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
-                     "spec": {"weight": 1}, "status": {"state": "Open"}})
-    for obj in [world.node(), *world.job(1)]:
-        feed(c, obj)
-    s = Scheduler(c, parse_conf(DEFAULT_SCHEDULER_CONF))
-    for _ in range(3):  # bound, then Running: settled, and a session that writes nothing for it
-        ssn, effects = s.run_session(c.snapshot())
-        for e in effects:
-            if isinstance(e, Bind):
-                feed(c, world.bind(e))
-            elif isinstance(e, PodGroupStatus):
-                c.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
-                                      e.conditions)
-    assert touched_jobs(effects) == (set(), set())
-    c.keep_clones(ssn, *touched_jobs(effects))
-    kept = ssn.jobs["ns/j1"]
-    assert c.snapshot().jobs["ns/j1"] is kept  # reused
-    ssn, effects = s.run_session(c.snapshot())
-    c.keep_clones(ssn, set())
-    again = ssn.jobs["ns/j1"]
-    pod = world.pods["u-j1-0"]
-    pod["status"]["phase"] = "Succeeded"
-    feed(c, world.stamp(pod))  # the pod finished: the job changed
-    snap = c.snapshot()
-    fresh = snap.jobs["ns/j1"]
-    # not reused as it was: brought up to date with the pod's change (the same clone object, the
-    # session having left it alone), as a whole clone would be
-    assert "ns/j1" not in snap.reused and fresh.tasks["u-j1-0"].status.name == "Succeeded"
-    assert clone_view(fresh) == clone_view(c.jobs["ns/j1"].clone())
-
-
-def test_a_session_whose_snapshot_came_before_a_new_priority_class_keeps_nothing():
-    """A priority class made while a session runs (on its worker thread) may change any job's priority:
-    the clones that session keeps afterwards would carry the old one, so it keeps none."""
+def settled_job() -> tuple[World, Cache, Scheduler, object, list]:
+    """One node and one single-pod job, run through three sessions (bound, then Running, then a
+    session that writes nothing for it): the world, the cache, the scheduler, the last session and
+    its effects."""
     world = World(7)
     c = Cache()
     for q in ("root", "default"):
@@ -265,6 +231,34 @@ def test_a_session_whose_snapshot_came_before_a_new_priority_class_keeps_nothing
             elif isinstance(e, PodGroupStatus):
                 c.set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded, e.failed,
                                       e.conditions)
+    return world, c, s, ssn, effects
+
+
+def test_a_job_the_cache_changed_is_not_reused_as_it_was():
+    world, c, s, ssn, effects = settled_job()
+    assert touched_jobs(effects) == (set(), set())
+    c.keep_clones(ssn, *touched_jobs(effects))
+    kept = ssn.jobs["ns/j1"]
+    assert c.snapshot().jobs["ns/j1"] is kept  # reused
+    ssn, effects = s.run_session(c.snapshot())
+    c.keep_clones(ssn, set())
+    again = ssn.jobs["ns/j1"]
+    pod = world.pods["u-j1-0"]
+    pod["status"]["phase"] = "Succeeded"
+    feed(c, world.stamp(pod))  # the pod finished: the job changed
+    snap = c.snapshot()
+    fresh = snap.jobs["ns/j1"]
+    # not reused as it was: brought up to date with the pod's change (the same clone object, the
+    # session having left it alone), as a whole clone would be
+    assert "ns/j1" not in snap.reused and fresh.tasks["u-j1-0"].status.name == "Succeeded"
+    assert fresh is again
+    assert clone_view(fresh) == clone_view(c.jobs["ns/j1"].clone())
+
+
+def test_a_session_whose_snapshot_came_before_a_new_priority_class_keeps_nothing():
+    """A priority class made while a session runs (on its worker thread) may change any job's priority:
+    the clones that session keeps afterwards would carry the old one, so it keeps none."""
+    _, c, s, ssn, effects = settled_job()
     c.keep_clones(ssn, *touched_jobs(effects))
     ssn, effects = s.run_session(c.snapshot())
     c.add_priority_class({"metadata": {"name": "high"}, "value": 1000, "globalDefault": True})  # meanwhile
