@@ -277,9 +277,10 @@ class Runtime:
                                                         options.inherit_owner_annotations)
         self.conf_source = ConfSource(self)
         self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find)
+        event_driven = options.cycle_coalesce is not None  # else one session per period writes a queue once
         self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
                              bind_workers=options.bind_workers, retry=options.retry,
-                             queue_status_spacing=options.schedule_period if options.cycle_coalesce is not None else 0.0)
+                             queue_status_spacing=options.schedule_period if event_driven else 0.0)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector: LeaderElector | None = None
@@ -453,7 +454,7 @@ class Runtime:
         # decides it again; one made otherwise does not, the prediction being forgotten by now
         self._watched[PODGROUPS].observe(dict(podgroup))
         given = self.feeder.give_group(pod, (podgroup.get("metadata") or {}).get("name") or "")
-        if given and not held:  # a prediction that held changes no decision: its cycle has been
+        if given and not held:  # a prediction that held: the pod's cycle has decided on this PodGroup already
             self.trigger.poke("podgroup given")
         return given
 

@@ -546,7 +546,8 @@ class KubeSink:
         if not await self.drain_binds(timeout):
             return False
         if self._sending:
-            await asyncio.wait(list(self._sending), timeout=None if deadline is None else max(0.0, deadline - loop.time()))
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            await asyncio.wait(list(self._sending), timeout=left)
         if not await self.writes.drain(deadline):
             return False
         return await self.events.flush(None if deadline is None else max(0.0, deadline - loop.time()))
