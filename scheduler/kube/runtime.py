@@ -40,7 +40,8 @@ from .health import Health, watches_check
 from .leader import LeaderElector
 from .metrics_source import NodeMetricsCollector
 from .provisional import ProvisionalGroups
-from .sink import KubeSink, Retry
+from .sink import KubeSink
+from .writers import Retry
 from .cycles import CycleTrigger, touched_jobs, wait_for_work
 from .source import OPTIONAL_KINDS, Backoff, CacheFeeder, Reflector, object_key
 

@@ -13,7 +13,7 @@ from kubernetes.aio import client as kclient
 from vcsched.kube.access import CONTROLLER_ACCESS, SCHEDULER_ACCESS, grants
 from vcsched.kube.api import KubeClient
 from vcsched.kube.runtime import RunOptions, Runtime
-from vcsched.kube.sink import Retry
+from vcsched.kube.writers import Retry
 
 from .apiserver import ApiServer
 

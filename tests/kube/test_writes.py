@@ -1,4 +1,5 @@
-"""The sink's background writes (``Writes``): one at a time per object, only the latest, never waited for."""
+"""The sink's background writes (writers.py: ``Writes``, ``EventRecorder``): one at a time per object, only the
+latest, never waited for."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import pytest
 
 from vcsched.framework.effects import QueueStatus
-from vcsched.kube.sink import Writes
+from vcsched.kube.writers import Writes
 
 pytestmark = pytest.mark.asyncio
 
@@ -110,7 +111,7 @@ async def test_drain_gives_up_at_its_deadline_and_cancel_drops_what_waits():
 async def test_events_are_written_in_the_background_and_an_object_gets_a_burst_then_no_more(api):
     """client-go's recorder: emit never waits; its spam filter lets 25 events of one object through,
     then one per 5 minutes; another object has its own burst."""
-    from vcsched.kube.sink import SPAM_BURST, EventRecorder
+    from vcsched.kube.writers import SPAM_BURST, EventRecorder
 
     from .conftest import client_for
 
