@@ -260,6 +260,13 @@ def queue(name: str, weight: int = 1, reclaimable: bool = True, **spec: Any) -> 
             "spec": {"weight": weight, "reclaimable": reclaimable, **spec}}
 
 
+async def queue_allocated(kube: "Kube", name: str, cpu: str) -> dict[str, Any] | None:
+    """Queue ``name`` once its status.allocated counts ``cpu`` (queue statuses go out at most once per
+    schedule period, so an earlier session's count may be what is there first)."""
+    q = await kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")
+    return q if q and ((q.get("status") or {}).get("allocated") or {}).get("cpu") == cpu else None
+
+
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Kube, VcschedRunner
+from .conftest import Kube, VcschedRunner, queue_allocated
 
 pytestmark = pytest.mark.asyncio
 
@@ -62,19 +62,13 @@ async def test_several_bare_pods_across_namespaces_and_queues(kube: Kube, vcsche
         assert pg["spec"]["queue"] == ("research" if name == "r0" else "default")
         assert pg["spec"]["minResources"]["cpu"] == "1"
     # the queue's status counts what runs in it (written through queues/status)
-    q = await kube.eventually(lambda: _allocated(kube, "research"), "research's status.allocated")
-    assert q["status"]["allocated"]["cpu"] == "1"
+    await kube.eventually(lambda: queue_allocated(kube, "research", "1"), "research's status.allocated cpu 1")
     # a Scheduled event per pod, from component volcano
     for p in pods:
         ns, name = p["metadata"]["namespace"], p["metadata"]["name"]
         ev = await kube.eventually(lambda: kube.events(ns, reason="Scheduled", name=name), f"{name} Scheduled")
         assert ev[0]["source"]["component"] == "volcano" and ev[0]["type"] == "Normal"
         assert ev[0]["message"].startswith(f"Successfully assigned {ns}/{name} to ")
-
-
-async def _allocated(kube: Kube, name: str) -> dict | None:
-    q = await kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")
-    return q if q and ((q.get("status") or {}).get("allocated") or {}).get("cpu") else None
 
 
 def _pod_patches(kube: Kube) -> int:

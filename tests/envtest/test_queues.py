@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Kube, VcschedRunner, pod, podgroup, queue
+from .conftest import Kube, VcschedRunner, pod, podgroup, queue, queue_allocated
 
 pytestmark = pytest.mark.asyncio
 
@@ -80,11 +80,6 @@ tiers:
 """
 
 
-async def _allocated(kube: Kube, name: str, cpu: str) -> dict | None:
-    q = await kube.get(f"{QUEUES}/{name}")
-    return q if q and ((q.get("status") or {}).get("allocated") or {}).get("cpu") == cpu else None
-
-
 async def test_a_queue_tree_caps_a_team_and_counts_it_up_the_tree(kube: Kube, vcsched: VcschedRunner):
     """capacity with enableHierarchy on the real API server: eng's capability of 2 CPU holds its leaf
     team-a to two of its three one-CPU pods, and the queue status written through queues/status counts
@@ -96,8 +91,8 @@ async def test_a_queue_tree_caps_a_team_and_counts_it_up_the_tree(kube: Kube, vc
     for i in range(3):
         await kube.create(pod(f"a{i}", queue="team-a"))
     vcsched.start()
-    await kube.eventually(lambda: _allocated(kube, "team-a", "2"), "team-a's status.allocated cpu 2")
-    await kube.eventually(lambda: _allocated(kube, "eng", "2"), "eng's status.allocated cpu 2 (its leaf's)")
+    await kube.eventually(lambda: queue_allocated(kube, "team-a", "2"), "team-a's status.allocated cpu 2")
+    await kube.eventually(lambda: queue_allocated(kube, "eng", "2"), "eng's status.allocated cpu 2 (its leaf's)")
     bound = [name for name in ("a0", "a1", "a2") if await kube.bound("default", name)]
     assert len(bound) == 2
     # a marker in the default queue, created after: once it is bound, later sessions have passed the third by
