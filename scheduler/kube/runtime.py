@@ -278,10 +278,10 @@ class Runtime:
                                                         options.inherit_owner_annotations)
         self.conf_source = ConfSource(self)
         self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find)
-        event_driven = options.cycle_coalesce is not None  # else one session per period writes a queue once
+        event_driven = options.cycle_coalesce is not None  # else one session per period writes each once
         self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
                              bind_workers=options.bind_workers, retry=options.retry,
-                             queue_status_spacing=options.schedule_period if event_driven else 0.0)
+                             status_spacing=options.schedule_period if event_driven else 0.0)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector: LeaderElector | None = None

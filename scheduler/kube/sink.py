@@ -66,7 +66,9 @@ def _object_key(e: Effect) -> tuple[str, ...]:
         return ("PodGroup", e.namespace, e.name)
     if isinstance(e, QueueStatus):
         return ("Queue", e.name)
-    if isinstance(e, (PodCondition, Evict)):
+    if isinstance(e, PodCondition):  # a pending pod's: never one being evicted, which is bound
+        return ("PodCondition", e.namespace, e.name)
+    if isinstance(e, Evict):
         return ("Pod", e.namespace, e.name)
     raise TypeError(f"not a background write: {type(e).__name__}")
 
@@ -123,7 +125,7 @@ class BindSlots:
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, *, scheduler_name: str = "volcano",
                  bind_workers: int = 32, status_workers: int = 16, retry: Retry | None = None,
-                 metrics: Metrics | None = None, queue_status_spacing: float = 0.0) -> None:
+                 metrics: Metrics | None = None, status_spacing: float = 0.0) -> None:
         self.client = client
         self.metrics = metrics or Metrics()
         self.feeder = feeder
@@ -131,7 +133,10 @@ class KubeSink:
         self.retry = retry or Retry()
         self.events = EventRecorder(client, scheduler_name)
         self._bind_slots = BindSlots(bind_workers)
-        self.writes = Writes(status_workers, {"Queue": queue_status_spacing})
+        # what Volcano's one session per period writes at most once a period, whatever the cycles:
+        # a queue's status.allocated (it changes with every pod placed) and a pending pod's condition
+        # (a gang's message counts its members, which change with every one created)
+        self.writes = Writes(status_workers, {"Queue": status_spacing, "PodCondition": status_spacing})
         self._binds: set[asyncio.Task[None]] = set()
         self._sending: set[asyncio.Task[None]] = set()  # writes and events waiting for binds (_send_after)
         self._last_sends: asyncio.Task[None] | None = None
@@ -193,6 +198,8 @@ class KubeSink:
             elif isinstance(e, Evict):
                 self.feeder.evict(e.uid)
                 self.writes.submit(_object_key(e), e, self._write)
+            elif isinstance(e, PodCondition):
+                sends.append(functools.partial(self._condition, e))
             else:
                 write = functools.partial(self.writes.submit, _object_key(e), e, self._write)
                 if isinstance(e, PodGroupStatus):
@@ -532,18 +539,33 @@ class KubeSink:
         if obj.get("metadata"):
             self.feeder.cache.update_queue(obj)
 
-    async def _pod_condition(self, e: PodCondition) -> None:
+    def _condition(self, e: PodCondition) -> None:
+        """Submit ``e`` when it may change what the API holds: a write of the pod's condition is waiting
+        or under way (``e`` replaces what waits), or the pod, pending, holds another condition or
+        nominated node.  The thousands of pods of a gang whose message has not changed cost no write
+        task; the write checks again when its turn comes."""
+        key = _object_key(e)
+        if key in self.writes or self._condition_changes(e) is not None:
+            self.writes.submit(key, e, self._write)
+
+    def _condition_changes(self, e: PodCondition) -> str | None:
+        """The uid of ``e``'s pod when it is pending and ``e`` changes its PodScheduled condition or its
+        nominated node (Volcano writes and records only a change), else None."""
         uid = self.feeder.uid_of(e.namespace, e.name)
         pod = self.feeder.pods.get(uid) if uid else None
         if pod is None or uid in self.feeder.assumed or (pod.get("spec") or {}).get("nodeName"):
-            return
+            return None
         status = pod.get("status") or {}
         old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
         same = old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (
             "False", e.reason, e.message)
         nominated_changed = bool(e.nominated_node) and status.get("nominatedNodeName") != e.nominated_node
-        if same and not nominated_changed:
-            return  # Volcano writes and records only a change
+        return None if same and not nominated_changed else uid
+
+    async def _pod_condition(self, e: PodCondition) -> None:
+        uid = self._condition_changes(e)
+        if uid is None:
+            return
         await self._write_condition(e.namespace, e.name, e.reason, e.message, e.nominated_node)
         self.events.emit("Pod", e.namespace, e.name, uid, "Warning", "FailedScheduling", e.message)
 

@@ -184,6 +184,7 @@ class Writes:
     ``spacing`` (by an object key's kind) is the least time between two writes of one object: a
     queue's ``status.allocated`` changes with every pod placed, and Volcano, one session per period,
     writes it at most once a period; cycles that start on every change would write it for every pod.
+    (The first write of an object goes at once.)
     """
 
     def __init__(self, workers: int, spacing: Mapping[str, float] | None = None) -> None:
@@ -224,9 +225,20 @@ class Writes:
                             self._written[key] = loop.time()
         finally:
             del self._tasks[key]
+            written = self._written.get(key)
+            if written is not None:  # forgotten once it no longer holds a write back (one per pod waiting)
+                loop.call_at(written + spacing, self._forget, key, written)
+
+    def _forget(self, key: Any, written: float) -> None:
+        if self._written.get(key) == written and key not in self._tasks:
+            del self._written[key]
 
     def __len__(self) -> int:
         return len(self._next) + len(self._sent)
+
+    def __contains__(self, key: Any) -> bool:
+        """Whether a write of ``key`` waits (for a slot or its spacing) or is under way."""
+        return key in self._next or key in self._sent
 
     async def drain(self, deadline: float | None) -> bool:
         """Wait for every write, those that wait their turn included, until the loop time ``deadline``."""

@@ -236,3 +236,58 @@ async def test_the_gap_after_a_cycle_runs_from_its_end_not_from_the_work():
     began = loop.time()
     await wait_for_work(trigger, 60.0, 0.0, not_before=began + 0.2)
     assert loop.time() - began >= 0.19
+
+
+def _condition_patches(api, name: str) -> int:
+    return sum(1 for r in api.requests if r.method.value == "PATCH" and r.resource is not None
+               and r.resource.plural == "pods" and r.subresource == "status" and r.name == name)
+
+
+def _scheduled_message(api, name: str) -> str:
+    conds = (api.get("", "pods", "default", name).get("status") or {}).get("conditions") or []
+    return next((c.get("message") or "" for c in conds if c.get("type") == "PodScheduled"), "")
+
+
+@pytest.mark.asyncio
+async def test_a_waiting_gang_members_condition_is_written_at_most_once_a_period_the_latest(api, start):
+    """A gang short of members: every cycle its pending pods' message counts them anew ("4 Pending", then
+    "5 Pending"), and cycles start with every member created.  Volcano writes a pod's condition once per
+    session, one session a period: here at most once a period too, the first at once, the latest last."""
+    cluster(api, nodes=1)
+    api.put(podgroup("gang", min_member=9))
+    rt = await start(schedule_period=1.0)
+    await eventually(lambda: rt.sessions >= 1, "the first session")
+    api.put(pod("g0", "gang"))
+    await eventually(lambda: "1 Pending" in _scheduled_message(api, "g0"), "g0's first condition")
+    for i in range(1, 6):  # each starts a cycle; the message of g0 changes every time
+        api.put(pod(f"g{i}", "gang"))
+        await eventually(lambda: rt.trigger.reasons["pod pending"] >= i + 1, f"g{i} seen")
+        await asyncio.sleep(0.02)
+    await eventually(lambda: "6 Pending" in _scheduled_message(api, "g0"), "g0's latest condition")
+    assert rt.sessions >= 6
+    assert _scheduled_message(api, "g0").startswith("pod group is not ready, 6 Pending, 9 minAvailable")
+    # once at once, then the latest a period later; arrivals took well under a period
+    assert _condition_patches(api, "g0") == 2
+    # a FailedScheduling event goes with each write, not with each cycle
+    assert sorted(e["message"].split(",")[1] for e in api.all("", "events") if e["reason"] == "FailedScheduling"
+                  and e["involvedObject"]["name"] == "g0") == [" 1 Pending", " 6 Pending"]
+
+
+@pytest.mark.asyncio
+async def test_a_condition_asked_back_while_a_newer_one_waits_out_the_period_is_what_stays(api, start):
+    """g0 holds "2 Pending"; a third member comes ("3 Pending", which waits out the period) and goes
+    again before it is written: the session after asks for "2 Pending", what g0 holds, and that is
+    what g0 keeps, not the "3 Pending" that waited."""
+    cluster(api, nodes=1)
+    api.put(podgroup("gang", min_member=9))
+    api.put(pod("g0", "gang"))
+    api.put(pod("g1", "gang"))
+    rt = await start(schedule_period=1.0)
+    await eventually(lambda: "2 Pending" in _scheduled_message(api, "g0"), "g0's first condition")
+    api.put(pod("g2", "gang"))
+    await eventually(lambda: ("PodCondition", "default", "g0") in rt.sink.writes, "3 Pending waiting")
+    api.remove("", "pods", "default", "g2")
+    n = rt.sessions
+    await eventually(lambda: rt.sessions > n and ("PodCondition", "default", "g0") not in rt.sink.writes,
+                     "the period over")
+    assert "2 Pending" in _scheduled_message(api, "g0")
