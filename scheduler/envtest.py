@@ -18,6 +18,7 @@ The real-apiserver tests (tests/envtest) and ``vcsched bench --apiserver`` use i
 from __future__ import annotations
 
 import base64
+import ctypes
 import datetime
 import ipaddress
 import json
@@ -28,11 +29,13 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -352,7 +355,32 @@ def _etcd_has_no_fsync(assets: Path) -> bool:
 def _spawn(log: Path, argv: list[str]) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=dies_with_parent())
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child sent SIGTERM when the thread that starts it ends (Linux's
+    PR_SET_PDEATHSIG), or None where there is no such thing.  A test run or a benchmark killed
+    outright (SIGKILL, or a SIGTERM that runs no finalizer) then leaves no etcd, kube-apiserver or
+    scheduler behind to take the cores of whatever runs next.  Start such children from a thread
+    that lives as long as they should (the main thread: fixtures, ``vcsched bench``)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent was gone before the request took effect
+            os._exit(1)
+
+    return preexec
 
 
 def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
