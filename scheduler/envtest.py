@@ -36,6 +36,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -354,19 +355,27 @@ def _etcd_has_no_fsync(assets: Path) -> bool:
 
 def _spawn(log: Path, argv: list[str]) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=dies_with_parent())
+        return start_child(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           start_new_session=True)
 
 
 _PR_SET_PDEATHSIG = 1
+# the thread every child is started from: Linux sends PR_SET_PDEATHSIG's signal when the thread that
+# forked the child ends, and a test's event loop ends its worker threads with it (the API server a test
+# restarts from one of them would die at the test's end); this one lives as long as the process
+_KEEPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envtest-children")
 
 
-def dies_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the child sent SIGTERM when the thread that starts it ends (Linux's
-    PR_SET_PDEATHSIG), or None where there is no such thing.  A test run or a benchmark killed
-    outright (SIGKILL, or a SIGTERM that runs no finalizer) then leaves no etcd, kube-apiserver or
-    scheduler behind to take the cores of whatever runs next.  Start such children from a thread
-    that lives as long as they should (the main thread: fixtures, ``vcsched bench``)."""
+def start_child(argv: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **popen)`` for a child that dies with this process: on Linux it is sent
+    SIGTERM when the process ends, however it ends.  A test run or a benchmark killed outright
+    (SIGKILL, or a SIGTERM that runs no finalizer) then leaves no etcd, kube-apiserver or scheduler
+    behind to take the cores of whatever runs next."""
+    return _KEEPER.submit(subprocess.Popen, argv, preexec_fn=_dies_with_parent(), **popen).result()
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """The ``preexec_fn`` that asks Linux for SIGTERM when the starting thread ends; None elsewhere."""
     if not sys.platform.startswith("linux"):
         return None
     try:

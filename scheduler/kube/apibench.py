@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..envtest import ControlPlane, ControlPlaneError, assets_dir, dies_with_parent
+from ..envtest import ControlPlane, ControlPlaneError, assets_dir, start_child
 from .api import NODES, PODS, ApiError, KubeClient, load_configuration
 
 POD_CPU, POD_MEMORY = "100m", "128Mi"
@@ -157,9 +157,8 @@ async def measure(which: str, nodes: int, pods: int, assets: Path, timeout: floa
             log_path = log_dir / f"{which}.log"
             with open(log_path, "wb") as out:
                 started = time.monotonic()
-                proc = subprocess.Popen(scheduler_argv(which, cp.admin.kubeconfig, assets), stdout=out,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        preexec_fn=dies_with_parent())
+                proc = start_child(scheduler_argv(which, cp.admin.kubeconfig, assets), stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             peak = 0.0
             deadline = started + timeout
             while len(watch.bound) < pods and time.monotonic() < deadline and proc.poll() is None:
@@ -384,8 +383,7 @@ async def measure_latency(which: str, nodes: int, rate: float, duration: float, 
             log_path = log_dir / f"{which}-latency.log"
             argv = scheduler_argv(which, cp.admin.kubeconfig, assets) + (extra if which == "vcsched" else [])
             with open(log_path, "wb") as out:
-                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        preexec_fn=dies_with_parent())
+                proc = start_child(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             # warm up: the scheduler has listed, opened its queue and bound one pod
             await client.request("POST", PODS.path(NAMESPACE), body=pod("warmup", name))
             deadline = time.monotonic() + WARMUP_TIMEOUT

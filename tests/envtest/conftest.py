@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from vcsched.envtest import ControlPlane, assets_dir, dies_with_parent
+from vcsched.envtest import ControlPlane, assets_dir, start_child
 from vcsched.kube.api import ApiError, KubeClient, load_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -341,8 +341,7 @@ class Process:
         self.argv = argv
         self.log = log
         with open(log, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         preexec_fn=dies_with_parent())
+            self.proc = start_child(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
