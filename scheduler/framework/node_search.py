@@ -104,6 +104,7 @@ class NodeSearch:
         self.own_scorers = tuple(own)
         self.shared_scorers = tuple(fn for fn in ssn.fns(Point.NODE_ORDER) if fn not in own)
         self.indexes: dict[tuple, ShapeIndex] = {}
+        self._searched: set[tuple] = set()
         # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
         # re-checks the node
         self._future: list[tuple[int, Resource, bool] | None] = [None] * len(self.nodes)
@@ -274,6 +275,9 @@ class NodeSearch:
             key = (shape, predicate_only)
             index = self.indexes.get(key)
             if index is None:
+                if key not in self._searched:
+                    self._searched.add(key)
+                    return self._find_direct(task, predicate_only)
                 index = self.indexes[key] = ShapeIndex(self, task, predicate_only)
             return index.find(task)
         return self._find_direct(task, predicate_only)

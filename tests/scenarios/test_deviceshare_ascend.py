@@ -162,10 +162,32 @@ def test_two_pods_share_a_card_with_binpack(simulate):
     assert first["a"] == first["b"]
     dev = {d["id"]: d for d in out["nodes"]["npu-1"]["devices"]}
     assert dev[first["a"]]["memory_used"] == 3072 + 6144 and dev[first["a"]]["slots_used"] == 2
-    # spread (scored, so Allocate uses it) puts the second pod on the idle card
-    code, out = simulate(cluster, conf=conf(**{"deviceshare.SchedulePolicy": "spread", "deviceshare.ScheduleWeight": 10}))
+
+
+SPREAD = {"deviceshare.SchedulePolicy": "spread", "deviceshare.ScheduleWeight": 10}
+
+
+def test_spread_takes_the_idle_card_where_nodes_are_scored_not_on_a_lone_node(simulate):
+    """Allocate uses the policy ScoreNode stored (spec/devices.md §6.8.6), and allocate scores nodes only
+    when more than one fits (a lone candidate is taken unscored): on one node spread is never stored and
+    the pods take the cards in their order, both the first; beside a second node that fits, the nodes
+    are scored, and spread puts the second pod on the first node's idle card."""
+    pods = npu_pod("a", ask("Ascend310P", 1, memory=3000)) + npu_pod("b", ask("Ascend310P", 1, memory=6000))
+    lone = DEVICE_CONFIG + npu_node("npu-1", "Ascend310P", [p310(0), p310(1)]) + pods
+    code, out = simulate(lone, conf=conf(**SPREAD))
+    assert code == 0
     first = {p: ann(out, p)["hami.io/Ascend310P-devices-allocated"].split(",")[0] for p in ("a", "b")}
-    assert first["a"] != first["b"]
+    assert first == {"a": "310P-dev-0", "b": "310P-dev-0"}
+    # npu-2's one card is half used, so every spread score prefers npu-1's idle cards
+    busy = {**p310(0), "id": "310P-busy-0"}
+    running = npu_pod("old", ask("Ascend310P", 1, memory=12288), node_name="npu-2", annotations={
+        "hami.io/Ascend310P-devices-allocated": "310P-busy-0,Ascend310P,12288,0:;", "hami.io/bind-phase": "success"})
+    two = lone + npu_node("npu-2", "Ascend310P", [busy]) + running
+    code, out = simulate(two, conf=conf(**SPREAD))
+    assert code == 0
+    assert out["pods"]["default/a"]["node"] == out["pods"]["default/b"]["node"] == "npu-1"
+    first = {p: ann(out, p)["hami.io/Ascend310P-devices-allocated"].split(",")[0] for p in ("a", "b")}
+    assert first == {"a": "310P-dev-0", "b": "310P-dev-1"}
 
 
 def test_a_running_pod_counts_from_its_annotation(simulate):
