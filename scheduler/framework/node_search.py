@@ -104,6 +104,9 @@ class NodeSearch:
         self.own_scorers = tuple(own)
         self.shared_scorers = tuple(fn for fn in ssn.fns(Point.NODE_ORDER) if fn not in own)
         self.indexes: dict[tuple, ShapeIndex] = {}
+        # shapes searched once: a shape's first search scans its window only, as Volcano does, and the
+        # second builds its index over every node (a cycle for one new pod on 1,000 nodes reads the
+        # 42 % its window covers, not all of them)
         self._searched: set[tuple] = set()
         # per node index: (generation, FutureIdle, FutureIdle == Idle), shared by every shape that
         # re-checks the node
