@@ -14,7 +14,6 @@ weight (a weight of 0 switches the scorer off).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vcsched.api.k8s import (
@@ -22,11 +21,10 @@ from vcsched.api.k8s import (
     InterPodIndex,
     TermsCache,
     count_intolerable_prefer_no_schedule,
-    node_pods,
     prefer_no_schedule_tolerations,
     tolerates,
 )
-from vcsched.api.node_info import NodeInfo
+from vcsched.api.node_info import GPU, NodeInfo, PodRequests
 from vcsched.api.node_scores import (
     balanced_resource_score,
     balanced_resource_score2,
@@ -61,34 +59,9 @@ TAINT_TOLERATION_WEIGHT = "tainttoleration.weight"
 IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
 POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
 
-GPU = "nvidia.com/gpu"
 # NodeResourcesFit's resource weights: LeastAllocated cpu/memory 50/50, MostAllocated 1/1
 LEAST_ALLOCATED_WEIGHTS = (50, 50)
 MOST_ALLOCATED_WEIGHTS = (1, 1)
-
-
-@dataclass(slots=True)
-class NodeRequests:
-    """What the pods kube sees on a node request: with non-zero defaults, and as declared."""
-
-    nonzero_milli_cpu: int = 0
-    nonzero_memory: int = 0
-    milli_cpu: int = 0
-    memory: int = 0
-    gpu: int = 0  # milli-units, as the node's allocatable
-
-
-def node_requests(node: NodeInfo) -> NodeRequests:
-    r = NodeRequests()
-    for t in node_pods(node):
-        spec = t.spec
-        r.nonzero_milli_cpu += spec.nonzero_milli_cpu
-        r.nonzero_memory += spec.nonzero_memory
-        req = t.resreq
-        r.milli_cpu += int(req.milli_cpu)
-        r.memory += int(req.memory)
-        r.gpu += int(req.scalars.get(GPU, 0.0))
-    return r
 
 
 class NodeOrderPlugin(Plugin):
@@ -108,9 +81,6 @@ class NodeOrderPlugin(Plugin):
         # per session, set in on_session_open
         self._total_nodes = 0
         self._image_nodes: dict[str, int] = {}
-        # each node's pod requests by name: (node generation, requests); kept from one session to the
-        # next (a node's generation is unique to its tasks: NodeInfo.generation)
-        self._requests: dict[str, tuple[int, NodeRequests]] = {}
         # ImageLocality on a node without images, by the pod's container count
         self._no_images: dict[int, int] = {}
 
@@ -121,9 +91,6 @@ class NodeOrderPlugin(Plugin):
         for n in nodes:
             for image in n.spec.images:
                 self._image_nodes[image] = self._image_nodes.get(image, 0) + 1
-        self._requests = ssn.state.plugins.setdefault("nodeorder:requests", {})
-        if len(self._requests) > 2 * len(nodes) + 64:  # deleted nodes' entries go now and then
-            self._requests.clear()
         if (self.least_requested_weight or self.most_requested_weight or self.balanced_resource_weight
                 or self.image_locality_weight):
             ssn.add(Point.NODE_ORDER, self.name, self.node_order)
@@ -143,14 +110,6 @@ class NodeOrderPlugin(Plugin):
 
     # -- per-node scores -------------------------------------------------------------------------------
 
-    def _node_requests(self, node: NodeInfo) -> NodeRequests:
-        entry = self._requests.get(node.name)
-        if entry is not None and entry[0] == node.generation:
-            return entry[1]
-        r = node_requests(node)
-        self._requests[node.name] = (node.generation, r)
-        return r
-
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         """LeastAllocated, MostAllocated, BalancedAllocation and ImageLocality, weighted and summed."""
         spec = task.spec
@@ -159,11 +118,7 @@ class NodeOrderPlugin(Plugin):
         score = 0
         least, most, balanced = self.least_requested_weight, self.most_requested_weight, self.balanced_resource_weight
         if least or most or balanced:
-            entry = self._requests.get(node.name)
-            if entry is not None and entry[0] == node.generation:
-                used = entry[1]
-            else:
-                used = self._node_requests(node)
+            used = node.requested
             if least or most:
                 req_cpu = used.nonzero_milli_cpu + spec.nonzero_milli_cpu
                 req_mem = used.nonzero_memory + spec.nonzero_memory
@@ -180,7 +135,7 @@ class NodeOrderPlugin(Plugin):
         return float(score)
 
     @staticmethod
-    def _balanced(task: TaskInfo, alloc_cpu: int, alloc_mem: int, node: NodeInfo, used: NodeRequests) -> int:
+    def _balanced(task: TaskInfo, alloc_cpu: int, alloc_mem: int, node: NodeInfo, used: PodRequests) -> int:
         """BalancedAllocation on actual requests; a pod that requests nothing scores 0 (PreScore Skip)."""
         req = task.resreq
         cpu, mem, gpu = int(req.milli_cpu), int(req.memory), int(req.scalars.get(GPU, 0.0))

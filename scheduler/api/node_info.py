@@ -13,6 +13,7 @@ from .task_info import TaskInfo
 from .types import REVOCABLE_ZONE_KEY, TaskStatus
 
 _GENERATIONS = itertools.count(1)  # NodeInfo.generation
+GPU = "nvidia.com/gpu"
 
 
 class NodeAccountingError(Exception):
@@ -31,10 +32,46 @@ class NodeSpec:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
+class PodRequests:
+    """What the pods kube-scheduler's NodeInfo holds request on a node (its ``Requested`` and
+    ``NonZeroRequested``, the parts the scorers read): every pod but those evicted in this session (a
+    pod the cluster reports as terminating stays, as kube counts it until it is gone)."""
+
+    __slots__ = ("nonzero_milli_cpu", "nonzero_memory", "milli_cpu", "memory", "gpu")
+
+    def __init__(self) -> None:
+        self.nonzero_milli_cpu = 0
+        self.nonzero_memory = 0
+        self.milli_cpu = 0
+        self.memory = 0
+        self.gpu = 0  # nvidia.com/gpu in milli-units, as the node's allocatable
+
+    def add(self, task: TaskInfo, sign: int) -> None:
+        spec, req = task.spec, task.resreq
+        self.nonzero_milli_cpu += sign * spec.nonzero_milli_cpu
+        self.nonzero_memory += sign * spec.nonzero_memory
+        self.milli_cpu += sign * int(req.milli_cpu)
+        self.memory += sign * int(req.memory)
+        gpu = req.scalars.get(GPU)
+        if gpu:
+            self.gpu += sign * int(gpu)
+
+    def clone(self) -> "PodRequests":
+        r = PodRequests()
+        r.nonzero_milli_cpu, r.nonzero_memory = self.nonzero_milli_cpu, self.nonzero_memory
+        r.milli_cpu, r.memory, r.gpu = self.milli_cpu, self.memory, self.gpu
+        return r
+
+
+def _in_node_view(task: TaskInfo, status: TaskStatus) -> bool:
+    """Whether kube's NodeInfo holds a task accounted with ``status`` (api/k8s.py · in_node_view)."""
+    return status != TaskStatus.Releasing or bool((task.pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 class NodeInfo:
     __slots__ = (
         "name", "index", "spec", "node", "allocatable", "capacity", "idle", "used", "releasing",
-        "pipelined", "tasks", "accounted", "generation", "devices",
+        "pipelined", "tasks", "accounted", "requested", "generation", "devices",
     )
 
     def __init__(self, name: str, node: Mapping[str, Any] | None, spec: NodeSpec,
@@ -53,6 +90,8 @@ class NodeInfo:
         # the status each task was accounted with: Volcano's node keeps a copy of the task,
         # so a later status change on the task does not skew the node until update_task
         self.accounted: dict[str, TaskStatus] = {}
+        # the requests of the tasks kube's node view holds, by their accounted status
+        self.requested = PodRequests()
         # a new value from one counter of the process on every change (kube-scheduler's
         # nextGeneration): a node clone keeps its original's, so that work keyed on it (shared between
         # identical tasks, or kept from one session to the next) is the same while the tasks are
@@ -99,6 +138,8 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.accounted[task.uid] = status
+        if _in_node_view(task, status):
+            self.requested.add(task, 1)
         if self.devices and status != TaskStatus.Releasing and status != TaskStatus.Pipelined:
             # AddResource: the device ledger counts the pod from its device annotations
             for d in self.devices.values():
@@ -125,6 +166,8 @@ class NodeInfo:
         else:
             self.idle.add(req)
             self.used.sub(req)
+        if _in_node_view(t, status):
+            self.requested.add(t, -1)
         if self.devices:
             for d in self.devices.values():  # SubResource, by pod UID
                 d.remove_pod(t)
@@ -142,6 +185,7 @@ class NodeInfo:
         n.used = self.used.clone()
         n.releasing = self.releasing.clone()
         n.pipelined = self.pipelined.clone()
+        n.requested = self.requested.clone()
         n.devices = {k: d.clone() for k, d in self.devices.items()}
         n.generation = self.generation
         return n

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+from vcsched.api.k8s import node_pods
 from vcsched.api.node_info import NodeInfo, NodeSpec
 from vcsched.api.node_scores import (
     balanced_resource_score,
@@ -23,6 +24,7 @@ from vcsched.api.pod_topology import (
 )
 from vcsched.api.resource import Resource
 from vcsched.api.task_info import TaskInfo, new_task_info
+from vcsched.api.types import TaskStatus
 from vcsched.framework.arguments import ArgumentError, Arguments
 from vcsched.framework.interface import BatchScorer, Point
 from vcsched.plugins.nodeorder import NodeOrderPlugin
@@ -166,6 +168,43 @@ def test_least_allocated_follows_placements() -> None:
     assert per_node(ssn)(second, n) == 75
     ssn.place(first, n)
     assert per_node(ssn)(second, n) == 50
+
+
+def requested(node: NodeInfo) -> tuple[int, int, int, int, int]:
+    r = node.requested
+    return r.nonzero_milli_cpu, r.nonzero_memory, r.milli_cpu, r.memory, r.gpu
+
+
+def summed(node: NodeInfo) -> tuple[int, int, int, int, int]:
+    """The same five sums taken afresh over the pods kube's node view holds."""
+    pods = list(node_pods(node))
+    return (sum(t.spec.nonzero_milli_cpu for t in pods), sum(t.spec.nonzero_memory for t in pods),
+            sum(int(t.resreq.milli_cpu) for t in pods), sum(int(t.resreq.memory) for t in pods),
+            sum(int(t.resreq.scalars.get("nvidia.com/gpu", 0)) for t in pods))
+
+
+def test_a_nodes_request_record_follows_every_accounting_change() -> None:
+    n = make_node("n1", gpu="4")
+    sized = running("sized", n, cpu="1000m", memory="2Gi", gpu="1")
+    running("besteffort", n)  # 100m / 200Mi as kube's non-zero defaults, nothing as declared
+    assert requested(n) == summed(n) == (1100, 2 * GI + 200 * MB, 1000, 2 * GI, 1000)
+    sized.status = TaskStatus.Releasing  # evicted in this session: out of kube's view
+    n.update_task(sized)
+    assert requested(n) == summed(n) == (100, 200 * MB, 0, 0, 0)
+    copy = n.clone_with_tasks()
+    sized.status = TaskStatus.Running  # the eviction discarded: back in
+    n.update_task(sized)
+    assert requested(n) == summed(n) == (1100, 2 * GI + 200 * MB, 1000, 2 * GI, 1000)
+    # a clone keeps its own record, of the statuses it accounted (the task it shares is Running again)
+    assert requested(copy) == (100, 200 * MB, 0, 0, 0)
+    gone = pod("gone", node=n.name, phase="Running", cpu="500m")
+    gone.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    gone.status = TaskStatus.Releasing  # terminating in the cluster: kube still counts it
+    n.add_task(gone)
+    assert requested(n) == summed(n) == (1600, 2 * GI + 400 * MB, 1500, 2 * GI, 1000)
+    n.remove_task(sized)
+    n.remove_task(gone)
+    assert requested(n) == summed(n) == (100, 200 * MB, 0, 0, 0)
 
 
 @pytest.mark.parametrize("cpu, memory, expected", [
