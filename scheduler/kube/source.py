@@ -334,6 +334,9 @@ class CacheFeeder:
         # the PodGroup statuses sessions have asked for (KubeSink), by namespace/name, until the API has
         # answered the write of the latest: see with_asked_status
         self.asked_status: dict[str, dict[str, Any]] = {}
+        # each PodGroup as the API last gave it (watch or write answer), by namespace/name: what the cache
+        # goes back to when a status asked for will not be written
+        self.podgroups: dict[str, dict[str, Any]] = {}
         self.generation = 0  # counts snapshots (``next_generation``)
         # the resource.k8s.io objects are checked as the API server checks them: the CRDs that stand in
         # for them on an older server do not (sim/dra_manifest.py)
@@ -396,6 +399,7 @@ class CacheFeeder:
         has answered (two connections): it keeps the status the sessions gave the prediction, written
         once that answer comes; the API's status of the create would have the next cycle enqueue it
         again."""
+        self.podgroups[object_key(obj)] = obj
         self.cache.update_podgroup(self.with_asked_status(obj))
 
     def ask_podgroup_status(self, e: PodGroupStatus) -> None:
@@ -411,6 +415,18 @@ class CacheFeeder:
         if self.asked_status.get(key) == status:
             del self.asked_status[key]
         if obj is not None and obj.get("metadata"):
+            self.podgroups[key] = obj
+            self.cache.update_podgroup(self.with_asked_status(obj))
+        elif key not in self.asked_status:
+            self._take_api_status(key)
+
+    def _take_api_status(self, key: str) -> None:
+        """No status asked for PodGroup ``key`` will be written (its write failed for good, or its
+        prediction was refused): the cache takes the API's back.  Left ahead of the API, it would show
+        every later session the status it decides, which then writes nothing, and the API would keep
+        the old one for good."""
+        obj = self.podgroups.get(key)
+        if obj is not None:
             self.cache.update_podgroup(self.with_asked_status(obj))
 
     def with_asked_status(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -430,6 +446,7 @@ class CacheFeeder:
     def podgroup_gone(self, obj: dict[str, Any]) -> None:
         key = object_key(obj)
         self.asked_status.pop(key, None)
+        self.podgroups.pop(key, None)
         self.cache.delete_podgroup(key)
 
     # -- groups told in process ------------------------------------------------------------
@@ -468,7 +485,8 @@ class CacheFeeder:
             del self.owed[uid]
             if uid in self.pods:
                 self._feed_pod(self.pods[uid])
-        self.asked_status.pop(key, None)  # its status writes waited for the create: none goes out
+        if self.asked_status.pop(key, None) is not None:  # its status writes waited for the create: none goes out
+            self._take_api_status(key)
         job = self.cache.jobs.get(key)
         if drop_podgroup and job is not None and job.podgroup is not None and not job.podgroup.uid:
             self.cache.delete_podgroup(key)

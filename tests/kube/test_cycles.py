@@ -161,6 +161,33 @@ def test_the_echo_of_an_earlier_status_write_neither_takes_the_cache_back_nor_st
     assert cache.jobs["default/pg1"].podgroup.phase == "Pending" and trigger.work.is_set()
 
 
+def test_a_status_that_will_not_be_written_leaves_the_cache_for_the_apis():
+    """A write that fails for good, or waits on a prediction that is refused, gives the cache back
+    the API's status: a later session then sees what the API holds and writes its own again."""
+    from vcsched.framework.effects import PodGroupStatus
+    from vcsched.kube.source import podgroup_status_out
+
+    cache = Cache()
+    feeder = CacheFeeder(cache)
+    pg = _rv(podgroup("pg1"), 1)
+    pg["status"] = {"phase": "Inqueue"}
+    feeder.podgroup(pg)
+    running = PodGroupStatus("default", "pg1", "Running", 1, 0, 0, [])
+    feeder.ask_podgroup_status(running)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Running"
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(running), None)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Inqueue" and not feeder.asked_status
+    # a newer status asked for before the older write failed stays: it is still on its way
+    feeder.ask_podgroup_status(running)
+    later = PodGroupStatus("default", "pg1", "Running", 2, 0, 0, [])
+    feeder.ask_podgroup_status(later)
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(running), None)
+    assert cache.jobs["default/pg1"].podgroup.running == 2
+    # the write waited on a prediction the controller's create refused: none goes out, the API's stays
+    feeder.forget_provisional("pod-uid", "default/pg1", drop_podgroup=True)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Inqueue" and not feeder.asked_status
+
+
 def test_any_change_of_another_kind_starts_a_cycle(fed):
     cache, trigger, h = fed
     h[HYPERNODES].upsert({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",

@@ -86,6 +86,22 @@ async def test_status_patch_conflict_is_reread_and_retried(api, start):
                      .get("phase") == "Running", "podgroup Running")
 
 
+async def test_a_status_write_given_up_is_made_again_by_a_later_session(api, start):
+    """The cache takes a session's PodGroup status at once; when its write fails for good, the cache
+    takes the API's status back, so that a later session finds the difference and writes it again
+    (else the cache, a step ahead of the API, would never ask for it)."""
+    cluster(api, nodes=1)
+    api.put(podgroup("pg1"))
+    api.put(pod("p1", "pg1"))
+    refused = api.fail(lambda r: r.resource is not None and r.resource.plural == "podgroups"
+                       and r.method.value == "PATCH" and b'"phase":"Running"' in r.body, status=422, times=1)
+    rt = await start()
+    await eventually(lambda: refused.hits == 1, "the write of Running refused")
+    await eventually(lambda: (api.get("scheduling.volcano.sh", "podgroups", "default", "pg1").get("status") or {})
+                     .get("phase") == "Running", "podgroup Running, written by a later session")
+    assert rt.sink.bind_failures == 0
+
+
 async def test_a_dropped_watch_resumes_without_losing_or_replaying(api, start):
     cluster(api, nodes=1)
     api.put(podgroup("pg1"))
