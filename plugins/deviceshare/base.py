@@ -56,6 +56,11 @@ class DeviceFamily:
     # (setNodeOthersResource: gpushare and vGPU): a pod asking for it fails such a node ("node not
     # initialized with device").  Other kinds are absent there, and the predicate skips them.
     on_every_node: ClassVar[bool] = False
+    # True: scoring a node leaves state that Allocate reads (HAMi vNPU's stored policy, spec/devices.md
+    # §6.8.6), so which nodes are scored must be Volcano's: such a task searches node by node, where
+    # a lone feasible node is taken unscored (node_search.py), never through a shape's index, which
+    # scores every feasible node
+    score_stores_state: ClassVar[bool] = False
 
     def request(self, task: TaskInfo) -> Any | None:
         """``HasDeviceRequest`` and the parsed request: None when the pod asks nothing of this kind."""

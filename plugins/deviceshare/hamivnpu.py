@@ -185,6 +185,8 @@ def _go_json(v: Any) -> str:
 class AscendHAMiFamily(DeviceFamily):
     """One ``vnpus.configs`` entry: a device kind keyed by its commonWord."""
 
+    score_stores_state = True
+
     def __init__(self, config: VNPUConfig, hami_vnpu_core: bool, common_words: tuple[str, ...]) -> None:
         cw = config.common_word
         self.key = cw

@@ -17,6 +17,7 @@ configuration no device is allocated and pods bind without device annotations
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -179,6 +180,7 @@ class DeviceSharePlugin(Plugin):
         vgpu = found.get(VGPUFamily.key)
         if vgpu is not None:
             vgpu.plan = None
+        placed: frozenset[str] | set[str] = frozenset()
         if self.args.schedule_policy == FRAGMENTATION and vgpu is not None:
             a = self.args
             self._frag = open_session(vgpu, ssn, a.frag_workload, a.frag_classes, a.frag_half_life,
@@ -187,9 +189,10 @@ class DeviceSharePlugin(Plugin):
                 plan = vgpu.plan = self._plan = plan_session(
                     ssn, vgpu, self._frag, lambda t: self.request(vgpu, t), type_allowed, HAMI_CORE,
                     a.frag_hold_back)
-                # a planned task's node scores are its own (its planned node wins): none shared by shape
                 placed = plan.placed
-                ssn.add(Point.TASK_SHAPE, self.name, lambda task: None if task.uid in placed else ())
+        stateful = self.args.schedule_weight > 0 and any(f.score_stores_state for f in self.families)
+        if placed or stateful:
+            ssn.add(Point.TASK_SHAPE, self.name, functools.partial(self._task_shape, placed, stateful))
         ssn.add(Point.PREDICATE, self.name, self.predicate)
         ssn.add(Point.NODE_ORDER, self.name, self.node_order)
         mc = found.get(MindClusterFamily.key)
@@ -218,6 +221,13 @@ class DeviceSharePlugin(Plugin):
                     n = req.number if isinstance(req, GpuShareRequest) else max(c.nums for c in req.containers)
                     if n > f.pending_cards:
                         f.pending_cards = n
+
+    def _task_shape(self, placed: frozenset[str] | set[str], stateful: bool, task: TaskInfo) -> tuple | None:
+        """None (node by node, no scores shared by shape) for a task the look-ahead planned (its planned
+        node wins: its scores are its own) or one asking for a kind whose scoring leaves state."""
+        if task.uid in placed or (stateful and any(f.score_stores_state for f, _ in self.wanted(task))):
+            return None
+        return ()
 
     def request(self, family: DeviceFamily, task: TaskInfo) -> Any:
         key = (family.key, task.uid)

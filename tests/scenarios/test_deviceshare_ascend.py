@@ -190,6 +190,18 @@ def test_spread_takes_the_idle_card_where_nodes_are_scored_not_on_a_lone_node(si
     assert first == {"a": "310P-dev-0", "b": "310P-dev-1"}
 
 
+def test_pods_of_one_shape_on_a_lone_node_take_it_unscored_every_time(simulate):
+    """The second and later pods of one shape in a session search as the first does: Volcano takes the
+    lone feasible node unscored each time, so spread is never stored and every pod takes the first card
+    with room (a search that scored the node for the shape would spread them over both cards)."""
+    pods = [npu_pod(name, ask("Ascend310P", 1, memory=3000)) for name in ("a", "b", "c")]
+    cluster = DEVICE_CONFIG + npu_node("npu-1", "Ascend310P", [p310(0), p310(1)]) + pods[0] + pods[1] + pods[2]
+    code, out = simulate(cluster, conf=conf(**SPREAD))
+    assert code == 0
+    first = {p: ann(out, p)["hami.io/Ascend310P-devices-allocated"].split(",")[0] for p in ("a", "b", "c")}
+    assert first == {"a": "310P-dev-0", "b": "310P-dev-0", "c": "310P-dev-0"}
+
+
 def test_a_running_pod_counts_from_its_annotation(simulate):
     running = npu_pod("old", ask("Ascend310P", 1, memory=12288), node_name="npu-1", annotations={
         "hami.io/Ascend310P-devices-allocated": "310P-dev-0,Ascend310P,12288,0:;", "hami.io/bind-phase": "success"})
