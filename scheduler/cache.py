@@ -263,7 +263,8 @@ class Cache:
         key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         if not self._newer("Pod", key, pod):
             return
-        self._add_task(new_task_info(pod, self.ignored))
+        uid = meta.get("uid") or key
+        self._add_task(new_task_info(pod, self.ignored, self.tasks.get(uid)))
 
     def _add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.uid)

@@ -158,15 +158,42 @@ def revocable_zone(annotations: Mapping[str, str]) -> str:
     return ""
 
 
-def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset()) -> TaskInfo:
-    """``NewTaskInfo`` from a validated pod manifest."""
+_ABSENT = object()
+
+
+def reads_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``build_pod_spec`` and ``pod_request`` read the same of two versions of a pod: its spec
+    but ``nodeName`` (a Binding, a status change), its labels, annotations and owners."""
+    so, sn = old.get("spec") or {}, new.get("spec") or {}
+    if len(so) - ("nodeName" in so) != len(sn) - ("nodeName" in sn):
+        return False
+    for k, v in sn.items():
+        if k != "nodeName":
+            w = so.get(k, _ABSENT)
+            if w is not v and w != v:
+                return False
+    mo, mn = old.get("metadata") or {}, new.get("metadata") or {}
+    for k in ("labels", "annotations", "ownerReferences"):
+        a, b = mo.get(k), mn.get(k)
+        if a is not b and (a or None) != (b or None):
+            return False
+    return True
+
+
+def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset(),
+                  previous: TaskInfo | None = None) -> TaskInfo:
+    """``NewTaskInfo`` from a validated pod manifest.  ``previous``: the task of an earlier version of
+    the pod, whose parsed spec and requests are taken again when the new version reads alike."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
     namespace = meta.get("namespace") or "default"
     group = annotations.get(GROUP_NAME_ANNOTATION) or ""
-    resreq = pod_request(pod, ignored)
+    if previous is not None and reads_alike(previous.pod, pod):
+        ps, resreq = previous.spec, previous.resreq
+    else:
+        ps, resreq = build_pod_spec(pod), pod_request(pod, ignored)
 
     priority = spec.get("priority")
     priority = 1 if priority is None else int(priority)
@@ -179,7 +206,6 @@ def new_task_info(pod: Mapping[str, Any], ignored: frozenset[str] = frozenset())
     raw_preemptable = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
     preemptable = True if raw_preemptable is None else bool(parse_go_bool(str(raw_preemptable)))
 
-    ps = build_pod_spec(pod)
     task = TaskInfo(
         uid=str(meta.get("uid") or f"{namespace}/{meta.get('name')}"),
         name=meta.get("name") or "",
