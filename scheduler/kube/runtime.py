@@ -69,9 +69,10 @@ class RunOptions:
     # first such change so that a burst is one cycle; schedule_period stays the upper bound.
     # None: only on the clock, every schedule_period (Volcano's loop)
     cycle_coalesce: float | None = 0.001
-    # and at least this many times the last session's time on the worker thread after its cycle ended:
-    # the session thread holds the GIL at most 1/(1+ratio) of the time, so watches, binds and writes
-    # keep flowing (a session on the loop, or the loop's own dispatch of effects, owes no gap)
+    # and at least this many times the last session's time on the worker thread after that session
+    # ended: the session thread holds the GIL at most 1/(1+ratio) of the time, so watches, binds and
+    # writes keep flowing (a session on the loop owes no gap; the loop's own dispatch of the session's
+    # effects is loop time, and counts toward it)
     cycle_gap_ratio: float = 1.0
     # the podgroup controller runs in this process: a bare pod's PodGroup is predicted and decided on
     # in the pod's first cycle, its Binding sent once the controller has made it (provisional.py)
@@ -307,6 +308,7 @@ class Runtime:
         self._thread_seconds = 0.0  # how long the last session held the worker thread (0: it ran on the loop)
         self._session_seconds = 1.0  # the last session's own time (none yet: assume a long one)
         self._session_done_at: float | None = None  # loop time of the last session completed (or leadership taken)
+        self._thread_done_at = 0.0  # loop time the last session on the worker thread handed its effects back
         self.health = Health()
         self.health.readiness(lambda: None if self.synced.is_set() else "scheduler: caches not synced")
         self.health.liveness(watches_check(self._all_reflectors, "scheduler"))
@@ -496,6 +498,7 @@ class Runtime:
         else:
             ssn, effects = await asyncio.to_thread(self._session, snapshot)
             self._thread_seconds = self._session_seconds
+            self._thread_done_at = asyncio.get_running_loop().time()
         self.sessions += 1
         if self.elector is not None and self.elector.lost.is_set():
             raise LeadershipLost()  # decided as leader, but another replica may lead now: write nothing
@@ -550,7 +553,7 @@ class Runtime:
                 else:
                     gap = self.options.cycle_gap_ratio * self._thread_seconds
                     await wait_for_work(self.trigger, self.options.schedule_period, self.options.cycle_coalesce,
-                                        *others, not_before=self._session_done_at + gap)
+                                        *others, not_before=self._thread_done_at + gap)
                 if lost is not None:
                     lost.cancel()
             return 0
