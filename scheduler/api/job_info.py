@@ -326,6 +326,16 @@ class JobInfo:
     def record_fit_errors(self, task: TaskInfo, fe: FitErrors) -> None:
         self.nodes_fit_errors[task.uid] = fe
 
+    @staticmethod
+    def _scheduling_reason(task: TaskInfo) -> str:
+        """``task_scheduling_reason``'s reason alone (FitError counts them for every pending task)."""
+        status = task.last_transaction.status if task.last_transaction is not None else task.status
+        if status == TaskStatus.Allocated:
+            return "Schedulable"
+        if status == TaskStatus.Pipelined or status == TaskStatus.Pending:
+            return "Unschedulable"
+        return status.name
+
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str, str]:
         """(reason, message, nominated node) for a task's PodScheduled condition."""
         ctx = task.last_transaction or TransactionContext(task.status, task.node_name, task.eviction_occurred)
@@ -355,7 +365,7 @@ class JobInfo:
         msg = f"{head}, {histogram}"
         pending = self.by_status.get(TaskStatus.Pending)
         if pending:
-            reasons: Counter[str] = Counter(self.task_scheduling_reason(t)[0] for t in pending.values())
+            reasons: Counter[str] = Counter(map(self._scheduling_reason, pending.values()))
             msg += "; Pending: " + ", ".join(sorted(f"{n} {k}" for k, n in reasons.items()))
         if self.job_fit_errors:
             return f"{msg}. Origin reason is: {self.job_fit_errors}"
