@@ -415,16 +415,16 @@ class CacheFeeder:
         if self.asked_status.get(key) == status:
             del self.asked_status[key]
         if obj is not None and obj.get("metadata"):
-            self.podgroups[key] = obj
-            self.cache.update_podgroup(self.with_asked_status(obj))
-        elif key not in self.asked_status:
-            self._take_api_status(key)
+            held = self.podgroups.get(key)
+            if held is None or (_rv(obj) or 0) >= (_rv(held) or 0):  # an answer may come after a newer event
+                self.podgroups[key] = obj
+        self._take_api_status(key)
 
     def _take_api_status(self, key: str) -> None:
-        """No status asked for PodGroup ``key`` will be written (its write failed for good, or its
-        prediction was refused): the cache takes the API's back.  Left ahead of the API, it would show
-        every later session the status it decides, which then writes nothing, and the API would keep
-        the old one for good."""
+        """The cache takes the newest PodGroup the API has given, with a status still on its way laid
+        over.  After a write that failed for good, or one that waited on a prediction that was refused,
+        that is the API's status back: left ahead of the API, the cache would show every later session
+        the status it decides, which then writes nothing, and the API would keep the old one for good."""
         obj = self.podgroups.get(key)
         if obj is not None:
             self.cache.update_podgroup(self.with_asked_status(obj))

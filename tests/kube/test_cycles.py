@@ -183,9 +183,21 @@ def test_a_status_that_will_not_be_written_leaves_the_cache_for_the_apis():
     feeder.ask_podgroup_status(later)
     feeder.podgroup_status_answered("default/pg1", podgroup_status_out(running), None)
     assert cache.jobs["default/pg1"].podgroup.running == 2
+    # an answer that comes after a newer event from the watch does not become what the cache goes back to
+    newer = _rv(pg, 5)
+    newer["status"] = {"phase": "Pending"}
+    feeder.podgroup(newer)
+    stale = _rv(pg, 4)
+    stale["status"] = {"phase": "Running", "running": 2}
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(later), stale)
+    assert feeder.podgroups["default/pg1"] is newer
+    feeder.ask_podgroup_status(running)
+    feeder.podgroup_status_answered("default/pg1", podgroup_status_out(running), None)
+    assert cache.jobs["default/pg1"].podgroup.phase == "Pending"
     # the write waited on a prediction the controller's create refused: none goes out, the API's stays
+    feeder.ask_podgroup_status(running)
     feeder.forget_provisional("pod-uid", "default/pg1", drop_podgroup=True)
-    assert cache.jobs["default/pg1"].podgroup.phase == "Inqueue" and not feeder.asked_status
+    assert cache.jobs["default/pg1"].podgroup.phase == "Pending" and not feeder.asked_status
 
 
 def test_any_change_of_another_kind_starts_a_cycle(fed):
