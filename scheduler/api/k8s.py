@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .node_info import NodeInfo
+from .node_info import NodeInfo, in_node_view
 from .pod_spec import HostPort, PodSpec, Taint, Toleration
 from .task_info import TaskInfo
-from .types import TaskStatus
 
 MAX_NODE_SCORE = 100
 
@@ -557,19 +556,9 @@ class TermsCache:
 # -- the pods kube sees on a node ----------------------------------------------------------------
 
 
-def is_terminating(task: TaskInfo) -> bool:
-    """The pod carries a deletionTimestamp (it came from the cluster as Releasing)."""
-    return bool((task.pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def in_node_view(task: TaskInfo) -> bool:
-    """Whether kube's NodeInfo holds this pod: everything but tasks evicted in this session."""
-    return task.status != TaskStatus.Releasing or is_terminating(task)
-
-
 def node_pods(node: NodeInfo) -> Iterator[TaskInfo]:
     for t in node.tasks.values():
-        if t.status != TaskStatus.Releasing or is_terminating(t):
+        if in_node_view(t, t.status):
             yield t
 
 

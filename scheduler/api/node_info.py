@@ -63,8 +63,10 @@ class PodRequests:
         return r
 
 
-def _in_node_view(task: TaskInfo, status: TaskStatus) -> bool:
-    """Whether kube's NodeInfo holds a task accounted with ``status`` (api/k8s.py · in_node_view)."""
+def in_node_view(task: TaskInfo, status: TaskStatus) -> bool:
+    """Whether kube's NodeInfo holds a task in ``status``: every pod but one evicted in this session (a
+    pod the cluster reports as terminating, which came as Releasing, stays: kube counts it until it is
+    gone)."""
     return status != TaskStatus.Releasing or bool((task.pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
@@ -138,7 +140,7 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.accounted[task.uid] = status
-        if _in_node_view(task, status):
+        if in_node_view(task, status):
             self.requested.add(task, 1)
         if self.devices and status != TaskStatus.Releasing and status != TaskStatus.Pipelined:
             # AddResource: the device ledger counts the pod from its device annotations
@@ -166,7 +168,7 @@ class NodeInfo:
         else:
             self.idle.add(req)
             self.used.sub(req)
-        if _in_node_view(t, status):
+        if in_node_view(t, status):
             self.requested.add(t, -1)
         if self.devices:
             for d in self.devices.values():  # SubResource, by pod UID
