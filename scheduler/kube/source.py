@@ -334,8 +334,8 @@ class CacheFeeder:
         # the PodGroup statuses sessions have asked for (KubeSink), by namespace/name, until the API has
         # answered the write of the latest: see with_asked_status
         self.asked_status: dict[str, dict[str, Any]] = {}
-        # each PodGroup as the API last gave it (watch or write answer), by namespace/name: what the cache
-        # goes back to when a status asked for will not be written
+        # each PodGroup as the API last gave it (the newest of the watch's and the write answers'), by
+        # namespace/name: the cache holds it with the statuses still asked for laid over
         self.podgroups: dict[str, dict[str, Any]] = {}
         self.generation = 0  # counts snapshots (``next_generation``)
         # the resource.k8s.io objects are checked as the API server checks them: the CRDs that stand in
