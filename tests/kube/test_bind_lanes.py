@@ -42,6 +42,7 @@ async def test_a_freed_bind_slot_goes_to_a_single_pod_before_a_gangs_waiting_bin
     rt = await start(bind_workers=4)
     await eventually(lambda: sum(1 for r in api.requests if gang_bind(r)) == 4 and rt.sink.binds_in_flight == 40,
                      "four of the gang's binds on the wire, the others waiting for a slot")
+    assert len(rt.sink._binds) == 4  # the 36 waiting are held as data, not tasks (BindSlots.hold)
     api.put(podgroup("single"))
     api.put(pod("single-0", "single", cpu="100m"))
     await eventually(lambda: rt.sink.binds_in_flight == 41, "the single pod's bind waiting for a slot")
