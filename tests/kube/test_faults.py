@@ -150,3 +150,29 @@ async def test_shutdown_sends_no_queued_bind_and_waits_for_those_on_the_wire(api
     assert len(bind_posts(api)) == 2
     assert len(api.bindings) == 2
     assert rt.sink.bound == 2
+
+
+async def test_shutdown_drops_a_gangs_held_binds_and_leaves_their_pods_pending(api, start):
+    """A gang's binds beyond the free slots wait as data (BindSlots.hold). SIGTERM: the two on the wire
+    are answered, the eighteen held never go out, and the cache holds them pending, not assumed."""
+    cluster(api, nodes=0)
+    for i in range(2):
+        api.put(node(f"n{i}", memory="64Gi"))
+    api.put(podgroup("gang", min_member=20))
+    for i in range(20):
+        api.put(pod(f"g{i}", "gang", cpu="100m"))
+    answer = asyncio.Event()
+    api.fail(is_bind, gate=answer, times=100)
+    rt = await start(bind_workers=2)
+    await eventually(lambda: len(bind_posts(api)) == 2 and rt.sink.binds_in_flight == 20,
+                     "two Binds on the wire, eighteen held")
+    assert len(rt.sink._binds) == 2
+    rt.stop_event.set()
+    await eventually(lambda: rt.sink.closing, "shutting down")
+    assert rt.sink.binds_in_flight == 2 and not rt.feeder.assumed.keys() - {
+        t.uid for t in rt.cache.tasks.values() if t.name in {r.name for r in bind_posts(api)}}
+    answer.set()
+    assert await asyncio.wait_for(rt.task, 5) == 0
+    assert len(bind_posts(api)) == 2 and len(api.bindings) == 2
+    held = [t for t in rt.cache.tasks.values() if t.name not in {r.name for r in bind_posts(api)}]
+    assert len(held) == 18 and all(not t.node_name for t in held)
