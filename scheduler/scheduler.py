@@ -18,10 +18,10 @@ from .metrics import Metrics
 
 class Scheduler:
     def __init__(self, cache: Cache, conf: SchedulerConfiguration, metrics: Metrics | None = None,
-                 nodes_to_find: NodesToFind = NodesToFind()) -> None:
+                 nodes_to_find: NodesToFind = NodesToFind(), condition_spacing: float = 0.0) -> None:
         self.cache = cache
         self.conf = conf
-        self.state = SchedulerState(nodes_to_find=nodes_to_find)
+        self.state = SchedulerState(nodes_to_find=nodes_to_find, condition_spacing=condition_spacing)
         self.metrics = metrics or Metrics()
         self._plugins = plugin_classes()
         self._actions = action_classes()

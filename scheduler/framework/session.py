@@ -123,6 +123,11 @@ class SchedulerState:
     topology_warnings: set[tuple[str, str, str]] = field(default_factory=set)
     # the HyperNode tree's problems already reported as events: (HyperNode, problem)
     hypernode_warnings: set[tuple[str, str]] = field(default_factory=set)
+    # the least time between two sessions' PodScheduled conditions for one job's waiting pods (0: every
+    # session gives them), and when each job's were last given (session_status.conditions_due)
+    condition_spacing: float = 0.0
+    conditions_given: dict[str, float] = field(default_factory=dict)
+    conditions_swept: float = 0.0
 
 
 def _compare_task_default(l: TaskInfo, r: TaskInfo) -> int:

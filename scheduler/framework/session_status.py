@@ -109,7 +109,10 @@ def record_job_status_event(ssn: "Session", job: JobInfo, written: bool) -> None
         ))
     elif written and pg.phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
         ssn.effects.append(Event("PodGroup", pg.namespace, pg.name, "Normal", "Scheduled", "pod group is ready"))
-    for status in (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined):
+    waiting = (TaskStatus.Allocated, TaskStatus.Pending, TaskStatus.Pipelined)
+    if not any(job.count(status) for status in waiting) or not conditions_due(ssn, job):
+        return
+    for status in waiting:
         for task in job.tasks_in(status):
             if task.scheduling_gated:
                 continue
@@ -119,6 +122,29 @@ def record_job_status_event(ssn: "Session", job: JobInfo, written: bool) -> None
                     fit_error = job.fit_error()
                 message = fit_error
             ssn.effects.append(PodCondition(task.namespace, task.name, reason, message, nominated))
+
+
+def conditions_due(ssn: "Session", job: JobInfo) -> bool:
+    """Whether this session gives ``job``'s waiting pods their PodScheduled condition.
+
+    Volcano gives it in every session, one session a period.  Cycles that start on every change
+    (``vcsched run``: ``SchedulerState.condition_spacing`` is its period) give it at most once a period
+    for a job, keeping that cadence: a gang created pod by pod changes its message (it counts the pods)
+    in every cycle, and each cycle would otherwise make, and the sink compare, a condition for each of
+    its thousands of pods."""
+    state = ssn.state
+    spacing = state.condition_spacing
+    if not spacing:
+        return True
+    given, now = state.conditions_given, ssn.now
+    last = given.get(job.uid)
+    if last is not None and now - last < spacing:
+        return False
+    if now - state.conditions_swept >= spacing:  # what is older than a period holds nothing back
+        state.conditions_given = given = {uid: t for uid, t in given.items() if now - t < spacing}
+        state.conditions_swept = now
+    given[job.uid] = now
+    return True
 
 
 def queue_request(ssn: "Session", t: TaskInfo) -> Resource:

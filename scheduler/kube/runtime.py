@@ -278,11 +278,13 @@ class Runtime:
             self.feeder.provisional = ProvisionalGroups(self.feeder, (options.scheduler_name,),
                                                         options.inherit_owner_annotations)
         self.conf_source = ConfSource(self)
-        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find)
-        event_driven = options.cycle_coalesce is not None  # else one session per period writes each once
+        # event-driven cycles keep Volcano's cadence of a session a period for what is written each
+        # session whether or not it changed much: conditions of waiting pods, queue statuses
+        spacing = options.schedule_period if options.cycle_coalesce is not None else 0.0
+        self.scheduler = Scheduler(self.cache, self.conf_source.conf, metrics, options.nodes_to_find,
+                                   condition_spacing=spacing)
         self.sink = KubeSink(client, self.feeder, scheduler_name=options.scheduler_name, metrics=metrics,
-                             bind_workers=options.bind_workers, retry=options.retry,
-                             status_spacing=options.schedule_period if event_driven else 0.0)
+                             bind_workers=options.bind_workers, retry=options.retry, status_spacing=spacing)
         self.config_maps: dict[str, dict[str, Any]] = {}  # device ConfigMaps by namespace/name
         self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector: LeaderElector | None = None
