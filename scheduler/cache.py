@@ -512,15 +512,16 @@ class Cache:
             c = reusable.get(uid)
             if c is not None and uid not in changed:
                 reused.add(uid)
+                jobs[uid] = c  # with the priority it was given: a priority class's change reuses nothing
+                continue
+            base = c if c is not None else bases.get(uid)
+            if base is not None:
+                c = _bring_up_to_date(base, job, task_changes.get(uid, {}), fresh_on)
             else:
-                base = c if c is not None else bases.get(uid)
-                if base is not None:
-                    c = _bring_up_to_date(base, job, task_changes.get(uid, {}), fresh_on)
-                else:
-                    c = job.clone()
-                    if node_clones:
-                        fresh_on.update(t.node_name for t in c.tasks.values() if t.node_name)
-                c.mutations = 0  # from here on, what a session changes
+                c = job.clone()
+                if node_clones:
+                    fresh_on.update(t.node_name for t in c.tasks.values() if t.node_name)
+            c.mutations = 0  # from here on, what a session changes
             c.priority = self.job_priority(job)
             jobs[uid] = c
         nodes = []
