@@ -92,12 +92,13 @@ class GangPlugin(Plugin):
         """Write the Unschedulable or Scheduled condition of every job with tasks, and count the unready."""
         stats = ssn.stats
         unschedulable_jobs = 0
-        reused = ssn.reused
-        for uid, job in ssn.jobs.items():
+        # a reused job the session left alone is settled: a ready one keeps the Scheduled condition it
+        # has, so only the unready ones among them are looked at (Session.unready_reused)
+        jobs = ssn.jobs
+        left_alone_unready = [jobs[uid] for uid in ssn.unready_reused if not jobs[uid].mutations]
+        for job in (*ssn.fresh_jobs, *ssn.changed_reused, *left_alone_unready):
             if not job.tasks or job.podgroup is None:
                 continue
-            if job.mutations == 0 and uid in reused and job.is_ready():
-                continue  # settled and left alone: its Scheduled condition is the one it has
             unready = 0
             if not job.is_ready():
                 if _releasing_shortcut(job):

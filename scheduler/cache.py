@@ -16,7 +16,7 @@ import structlog
 
 from .api.dra_cache import DraCache
 from .api.hypernode import HyperNode, HyperNodeTree, hypernode_from
-from .api.job_info import JobInfo, PodGroup
+from .api.job_info import ChangeLog, JobInfo, PodGroup
 from .api.namespace_info import NamespaceInfo, quota_status_from
 from .api.node_info import NodeInfo, NodeSpec
 from .api.node_usage import NodeUsage
@@ -148,6 +148,10 @@ class Cache:
         # settled jobs' clones a completed session left as they were, reused by the next snapshot when
         # the cache has not changed the job since (keep_clones; ``vcsched run`` only)
         self._reusable: dict[str, JobInfo] = {}
+        # of those, the ones not ready (JobInfo.is_ready), which gang looks at in every session
+        self._reusable_unready: set[str] = set()
+        # where the reused clones note a session's changes to them (JobInfo.change_log)
+        self._change_log = ChangeLog()
         # counts what makes every kept clone stale (devices, priority classes): a session whose snapshot
         # was taken before such a change keeps nothing (keep_clones)
         self._reuse_epoch = self._snapshot_epoch = 0
@@ -496,6 +500,8 @@ class Cache:
         self._snapshots += 1
         reusable, changed = self._reusable, self._changed_jobs
         self._reusable, self._changed_jobs = {}, set()  # only a completed session gives clones back
+        fresh: list[JobInfo] = []
+        self._change_log.jobs = changed_reused = []  # what the reused clones note from now on
         self._snapshot_epoch = self._reuse_epoch
         node_clones, self._node_clones = self._node_clones, {}
         bases, self._delta_bases = self._delta_bases, {}
@@ -516,6 +522,7 @@ class Cache:
                 continue
             base = c if c is not None else bases.get(uid)
             if base is not None:
+                base.change_log = None  # a fresh clone from here on: its changes are no reused clone's
                 c = _bring_up_to_date(base, job, task_changes.get(uid, {}), fresh_on)
             else:
                 c = job.clone()
@@ -524,6 +531,7 @@ class Cache:
             c.mutations = 0  # from here on, what a session changes
             c.priority = self.job_priority(job)
             jobs[uid] = c
+            fresh.append(c)
         nodes = []
         for name, node in self.nodes.items():
             if not node.ready:
@@ -546,7 +554,8 @@ class Cache:
         namespaces = {name: info.snapshot() for name, info in self.namespaces.items()}
         return Snapshot(nodes, jobs, queues, self.hypernode_tree(), pdbs, namespaces, dict(self.node_usage),
                         dra=self.dra.snapshot(), numatopologies=dict(self.numatopologies), reused=frozenset(reused),
-                        serial=self._snapshots, has_inter_pod_terms=bool(self._inter_pod_tasks))
+                        serial=self._snapshots, has_inter_pod_terms=bool(self._inter_pod_tasks), fresh=fresh,
+                        changed_reused=changed_reused, unready_reused=frozenset(self._reusable_unready & reused))
 
     def keep_clones(self, ssn: Session, touched: set[str],
                     touched_pods: frozenset[str] | set[str] = frozenset()) -> None:
@@ -570,22 +579,32 @@ class Cache:
         nothing."""
         if self._snapshot_epoch != self._reuse_epoch:
             return
-        keep: dict[str, JobInfo] = {}
-        reused = ssn.reused
-        for uid, job in ssn.jobs.items():
-            if uid in touched:  # its status written: not reused as it is, but brought up to date
+        jobs, reused = ssn.jobs, ssn.reused
+        for uid in touched:  # its status written: not reused as it is, but brought up to date
+            job = jobs.get(uid)
+            if job is not None:
                 self._keep_base(job)
-                continue
-            if uid in reused:
-                if job.mutations:  # changed and perhaps put back: cloned afresh, so that what was
-                    continue       # kept of it across sessions (framework/settled.py) is never stale
+        # the reused clones it left alone: kept again as they are, without a look at their tasks (a
+        # changed one, even put back, is cloned afresh, so that what was kept of it across sessions,
+        # framework/settled.py, is never stale)
+        keep = {uid: jobs[uid] for uid in reused}
+        for job in ssn.changed_reused:
+            del keep[job.uid]
+        for uid in touched:
+            keep.pop(uid, None)
+        unready = set()
+        for uid in ssn.unready_reused:  # gang gave these a condition of this session: the opened ones again
+            job = keep.get(uid)
+            if job is not None:
                 conditions, opened = job.podgroup.conditions, job.opened_status[4]
                 if len(conditions) != len(opened) or not all(map(is_, conditions, opened)):
                     job.podgroup.conditions = list(opened)
-                keep[uid] = job
-                continue
+                unready.add(uid)
+        log = self._change_log
+        for job in ssn.fresh_jobs:
+            uid = job.uid
             pg = job.podgroup
-            if pg is None or job.mutations:  # a clone the session changed is never kept, even put back
+            if uid in touched or pg is None or job.mutations:  # a clone the session changed is never kept
                 continue
             old = job.opened_status
             if pg.phase not in _SETTLED_PHASES:
@@ -609,8 +628,12 @@ class Cache:
             # the conditions it opened with, which the cache holds: gang gives every job a new one each
             # session, equal but for its transitionID and time (else a status write would name the job)
             pg.conditions = list(old[4])
+            job.change_log = log
             keep[uid] = job
+            if not job.is_ready():
+                unready.add(uid)
         self._reusable = keep
+        self._reusable_unready = unready
         self._keep_node_clones(ssn)
 
     def _keep_base(self, job: JobInfo) -> None:
@@ -624,6 +647,7 @@ class Cache:
         job.nodes_fit_errors = {}
         job.job_fit_errors = ""
         job._sub_jobs = None
+        job.change_log = None
         self._delta_bases[job.uid] = job
 
     def _keep_node_clones(self, ssn: Session) -> None:

@@ -125,6 +125,16 @@ def _waiting_time(pg: PodGroup) -> float | None:
     return None
 
 
+class ChangeLog:
+    """The reused clones a session changed, each once, in the order of their first change
+    (``JobInfo.change_log``); the cache hands each snapshot a new list."""
+
+    __slots__ = ("jobs",)
+
+    def __init__(self) -> None:
+        self.jobs: list[JobInfo] = []
+
+
 class JobInfo:
     """A PodGroup and its tasks, with the counters gang and the actions consult."""
 
@@ -134,6 +144,7 @@ class JobInfo:
         "allocated", "total_request", "nodes_fit_errors", "job_fit_errors", "preemptable",
         "pending_best_effort", "ready", "waiting_time", "budget",
         "network_topology", "allocated_hypernode", "_sub_jobs", "min_sub_jobs", "mutations", "opened_status",
+        "change_log",
     )
 
     def __init__(self, uid: str, podgroup: PodGroup | None = None) -> None:
@@ -171,6 +182,10 @@ class JobInfo:
         # task changes (added, deleted, moved between statuses): a session tells by it whether it left a
         # job it reused as it found it (Cache.keep_clones sets it to 0 on a clone it keeps)
         self.mutations = 0
+        # where a reused clone notes its first change in a session (Cache.keep_clones gives a clone it
+        # keeps the cache's ChangeLog), so that the session's walks over what it changed need not look at
+        # every reused job; None for the cache's jobs and the fresh clones
+        self.change_log: ChangeLog | None = None
         # the PodGroup status the session opened with (phase, running, succeeded, failed, conditions),
         # compared at close; set at session open, or kept with a reused clone
         self.opened_status: tuple | None = None
@@ -199,6 +214,8 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         self._sub_jobs = None
+        if not self.mutations and self.change_log is not None:
+            self.change_log.jobs.append(self)
         self.mutations += 1
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
@@ -215,6 +232,8 @@ class JobInfo:
         if t is None:
             return
         self._sub_jobs = None
+        if not self.mutations and self.change_log is not None:
+            self.change_log.jobs.append(self)
         self.mutations += 1
         self.by_status.get(t.status, {}).pop(t.uid, None)
         if t.best_effort and t.status == TaskStatus.Pending:
@@ -230,6 +249,8 @@ class JobInfo:
         old = task.status
         if old == status:
             return
+        if not self.mutations and self.change_log is not None:
+            self.change_log.jobs.append(self)
         self.mutations += 1
         bucket = self.by_status.get(old)
         if bucket is not None:

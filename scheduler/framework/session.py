@@ -71,6 +71,12 @@ class Snapshot:
     serial: int = 0
     # whether a pod the cache holds has inter-pod (anti-)affinity terms (None: the session looks)
     has_inter_pod_terms: bool | None = None
+    # the jobs cloned afresh, in the order of ``jobs`` (None: the session finds them, every job not reused)
+    fresh: list[JobInfo] | None = None
+    # where the reused clones note the session's first change to each (JobInfo.change_log), and the
+    # reused ones that are not ready (gang looks at those in every session)
+    changed_reused: list[JobInfo] = field(default_factory=list)
+    unready_reused: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -184,13 +190,19 @@ class Session:
         # the jobs cloned afresh for this session, in the order of ``jobs``: the only ones that can have
         # a task to place or a PodGroup to enqueue (a reused clone is settled), and what a sum kept over
         # the reused ones walks (settled.py)
-        self.fresh_jobs: list[JobInfo] = []
-        for uid, job in self.jobs.items():
-            if uid not in reused:
-                self.fresh_jobs.append(job)
-                pg = job.podgroup
-                job.opened_status = (None if pg is None else
-                                     (pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)))
+        if snapshot.fresh is not None:
+            self.fresh_jobs: list[JobInfo] = snapshot.fresh
+        else:
+            self.fresh_jobs = [job for uid, job in self.jobs.items() if uid not in reused]
+        for job in self.fresh_jobs:
+            pg = job.podgroup
+            job.opened_status = (None if pg is None else
+                                 (pg.phase, pg.running, pg.succeeded, pg.failed, tuple(pg.conditions)))
+        # the reused clones this session changes, each once as it first changes it (Cache.keep_clones
+        # gave them the log), and those not ready: with the fresh ones, all that gang's close, the job
+        # statuses and the HyperNode decisions look at
+        self.changed_reused = snapshot.changed_reused
+        self.unready_reused = snapshot.unready_reused
         self.topology = SessionTopology(snapshot.hypernodes, self.node_list)
         self._report_hypernode_problems(snapshot.hypernodes)
         # a reused clone has no network topology (Cache.keep_clones): only the fresh ones can
@@ -656,10 +668,14 @@ class Session:
             started = time.perf_counter()
             plugin.on_session_close(self)
             self.stats.plugin_latency.append((name, "OnSessionClose", time.perf_counter() - started))
-        reused = self.reused
-        for uid, job in self.jobs.items():
-            if job.mutations == 0 and uid in reused:
-                continue  # settled, status written by an earlier session, tasks as they were: nothing to do
+        # a reused job the session left alone is settled, its status written by an earlier session:
+        # nothing to do; the others in the order of ``jobs`` (the order of the status writes)
+        if self.changed_reused:
+            reused = self.reused
+            closing = [job for uid, job in self.jobs.items() if uid not in reused or job.mutations]
+        else:
+            closing = self.fresh_jobs
+        for job in closing:
             write_job_status(self, job)
         write_queue_statuses(self)
         self._keep_hypernode_decisions()
@@ -668,9 +684,12 @@ class Session:
     def _keep_hypernode_decisions(self) -> None:
         """``updateJobInfo``: the jobs' allocated HyperNodes, for the next session."""
         kept: dict[str, HyperNodeDecision] = {}
-        for uid, job in self.jobs.items():
+        # a reused job the session left alone has what it was given at open, if anything
+        jobs = self.jobs
+        restored = [jobs[uid] for uid in self.state.hypernode_decisions if uid in self.reused and uid in jobs]
+        for job in (*self.fresh_jobs, *self.changed_reused, *restored):
             if job.allocated_hypernode or job._sub_jobs is not None:
                 decision = decision_of(job)
                 if decision is not None:
-                    kept[uid] = decision
+                    kept[job.uid] = decision
         self.state.hypernode_decisions = kept

@@ -259,11 +259,11 @@ def pending_tasks(snapshot: Snapshot, limit: int) -> int:
     """The snapshot's pending tasks, counted up to just past ``limit`` (reused clones have none)."""
     n = 0
     reused = snapshot.reused
-    for uid, job in snapshot.jobs.items():
-        if uid not in reused:
-            n += job.count(TaskStatus.Pending)
-            if n > limit:
-                break
+    fresh = snapshot.fresh if snapshot.fresh is not None else [j for u, j in snapshot.jobs.items() if u not in reused]
+    for job in fresh:
+        n += job.count(TaskStatus.Pending)
+        if n > limit:
+            break
     return n
 
 

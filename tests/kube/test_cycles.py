@@ -307,9 +307,12 @@ async def test_a_waiting_gang_members_condition_is_written_at_most_once_a_period
     assert _scheduled_message(api, "g0").startswith("pod group is not ready, 6 Pending, 9 minAvailable")
     # once at once, then the latest a period later; arrivals took well under a period
     assert _condition_patches(api, "g0") == 2
-    # a FailedScheduling event goes with each write, not with each cycle
-    assert sorted(e["message"].split(",")[1] for e in api.all("", "events") if e["reason"] == "FailedScheduling"
-                  and e["involvedObject"]["name"] == "g0") == [" 1 Pending", " 6 Pending"]
+    # a FailedScheduling event goes with each write (once it is answered), not with each cycle
+    def failed_scheduling():
+        return sorted(e["message"].split(",")[1] for e in api.all("", "events") if e["reason"] == "FailedScheduling"
+                      and e["involvedObject"]["name"] == "g0")
+    await eventually(lambda: len(failed_scheduling()) >= 2, "the latest write's event")
+    assert failed_scheduling() == [" 1 Pending", " 6 Pending"]
 
 
 @pytest.mark.asyncio

@@ -46,6 +46,8 @@ class FakeSession:
         self.reused: frozenset[str] = frozenset()
         self.serial = 1
         self.fresh_jobs = list(self.jobs.values())
+        self.changed_reused: list[JobInfo] = []
+        self.unready_reused: frozenset[str] = frozenset()
 
     def add(self, point: Point, plugin: str, fn: Callable) -> None:
         self.registered.setdefault(point, {})[plugin] = fn

@@ -165,9 +165,10 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
             results.append(effects)
         assert results[0] == results[1], f"cycle {cycle}: the sessions decided differently"
         # and they published the same: job shares and unready counts, queue attributes
-        published = [({uid: (r.share, r.unschedulable_tasks) for uid, r in s.metrics.jobs.records.items()},
+        published = [({uid: (r.share, r.unschedulable_tasks, r.retries) for uid, r in s.metrics.jobs.records.items()},
                       {name: (q.allocated, q.request, q.inqueue, q.deserved, q.share)
-                       for name, q in s.last_session.stats.queues.items()}) for s in schedulers]
+                       for name, q in s.last_session.stats.queues.items()},
+                      s.last_session.stats.unschedulable_jobs) for s in schedulers]
         assert published[0] == published[1], f"cycle {cycle}: the sessions published differently"
         # what the API would show next: the binds, then the world's own changes
         changes = [world.bind(e) for e in results[1] if isinstance(e, Bind)]
@@ -265,3 +266,52 @@ def test_a_session_whose_snapshot_came_before_a_new_priority_class_keeps_nothing
     c.keep_clones(ssn, *touched_jobs(effects))
     snap = c.snapshot()
     assert not snap.reused and snap.jobs["ns/j1"].priority == 1000
+
+
+def test_a_reused_job_a_session_changes_is_closed_as_a_fresh_one():
+    """A settled job's reused clone that a session changes (preempt evicts its pod for a job of higher
+    priority) notes itself in the session's change log: its status and conditions are worked out at
+    close as for a clone made afresh."""
+    world = World(11)
+    caches = [Cache(), Cache()]  # [reusing, cloning everything]
+    conf = parse_conf(PREEMPTING)
+    schedulers = [Scheduler(c, conf) for c in caches]
+
+    def in_default(objs: list[dict]) -> list[dict]:
+        objs[0]["spec"]["queue"] = "default"
+        world.pgs[f"ns/{objs[0]['metadata']['name']}"]["spec"]["queue"] = "default"
+        return objs
+
+    setup = [world.node(), *in_default(world.job(1, cpu="8"))]  # j1 fills the node
+    for c in caches:
+        c.add_priority_class({"metadata": {"name": "high"}, "value": 1000})
+        for q in ("root", "default"):
+            c.add_queue({"metadata": {"name": q, "creationTimestamp": ts(0)},
+                         "spec": {"weight": 1}, "status": {"state": "Open"}})
+        for obj in setup:
+            feed(c, obj)
+    for cycle in range(4):
+        if cycle == 3:  # j1 settled and reused by now; a job that only preemption can place comes
+            arrivals = in_default(world.job(1, priority="high", cpu="8"))
+            for c in caches:
+                for obj in arrivals:
+                    feed(c, obj)
+        results = []
+        for i, (c, s) in enumerate(zip(caches, schedulers)):
+            snap = c.snapshot()
+            ssn, effects = s.run_session(snap, now=EPOCH + 100 + cycle, uid=f"session-{cycle}")
+            if i == 0:
+                if cycle == 3:
+                    assert "ns/j1" in snap.reused and ssn.changed_reused == [ssn.jobs["ns/j1"]]
+                c.keep_clones(ssn, *touched_jobs(effects))
+            results.append(effects)
+        assert results[0] == results[1], f"cycle {cycle}: the sessions decided differently"
+        apply(caches[0], [world.bind(e) for e in results[1] if isinstance(e, Bind)], results[0])
+        for e in results[1]:
+            if isinstance(e, PodGroupStatus):
+                caches[1].set_podgroup_status(f"{e.namespace}/{e.name}", e.phase, e.running, e.succeeded,
+                                              e.failed, e.conditions)
+        for obj in [world.stamp(world.pods[e.uid]) for e in results[1] if isinstance(e, Bind)]:
+            feed(caches[1], obj)
+    assert any(type(e).__name__ == "Evict" for e in results[0])
+    assert any(isinstance(e, PodGroupStatus) and e.name == "j1" for e in results[0])
