@@ -589,7 +589,7 @@ class Cache:
         # framework/settled.py, is never stale)
         keep = {uid: jobs[uid] for uid in reused}
         for job in ssn.changed_reused:
-            del keep[job.uid]
+            keep.pop(job.uid, None)
         for uid in touched:
             keep.pop(uid, None)
         unready = set()
