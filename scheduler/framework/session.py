@@ -71,12 +71,18 @@ class Snapshot:
     serial: int = 0
     # whether a pod the cache holds has inter-pod (anti-)affinity terms (None: the session looks)
     has_inter_pod_terms: bool | None = None
-    # the jobs cloned afresh, in the order of ``jobs`` (None: the session finds them, every job not reused)
+    # the jobs cloned afresh, in the order of ``jobs`` (None: ``fresh_jobs()`` finds them, the jobs not reused)
     fresh: list[JobInfo] | None = None
     # where the reused clones note the session's first change to each (JobInfo.change_log), and the
     # reused ones that are not ready (gang looks at those in every session)
     changed_reused: list[JobInfo] = field(default_factory=list)
     unready_reused: frozenset[str] = frozenset()
+
+    def fresh_jobs(self) -> list[JobInfo]:
+        """The jobs cloned afresh, in the order of ``jobs``: those not reused."""
+        if self.fresh is None:
+            self.fresh = [job for uid, job in self.jobs.items() if uid not in self.reused]
+        return self.fresh
 
 
 @dataclass(slots=True)
@@ -190,10 +196,7 @@ class Session:
         # the jobs cloned afresh for this session, in the order of ``jobs``: the only ones that can have
         # a task to place or a PodGroup to enqueue (a reused clone is settled), and what a sum kept over
         # the reused ones walks (settled.py)
-        if snapshot.fresh is not None:
-            self.fresh_jobs: list[JobInfo] = snapshot.fresh
-        else:
-            self.fresh_jobs = [job for uid, job in self.jobs.items() if uid not in reused]
+        self.fresh_jobs = snapshot.fresh_jobs()
         for job in self.fresh_jobs:
             pg = job.podgroup
             job.opened_status = (None if pg is None else

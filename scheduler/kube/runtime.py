@@ -258,9 +258,7 @@ class QueueInitError(Exception):
 def pending_tasks(snapshot: Snapshot, limit: int) -> int:
     """The snapshot's pending tasks, counted up to just past ``limit`` (reused clones have none)."""
     n = 0
-    reused = snapshot.reused
-    fresh = snapshot.fresh if snapshot.fresh is not None else [j for u, j in snapshot.jobs.items() if u not in reused]
-    for job in fresh:
+    for job in snapshot.fresh_jobs():
         n += job.count(TaskStatus.Pending)
         if n > limit:
             break
