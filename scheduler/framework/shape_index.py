@@ -6,6 +6,7 @@ node, so one leaf; "the best node among the first k feasible ones from index s" 
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,10 +56,13 @@ class ShapeIndex:
         while size < n:
             size <<= 1
         self.size = size
-        self.cnt = [0] * (2 * size)
-        self.best1 = [-1] * (2 * size)
-        self.best2 = [-1] * (2 * size)
-        self.score = [0.0] * n
+        # Flat arrays, not lists: a list holds a pointer per entry to a float or int object allocated
+        # wherever the heap had room when it was written, so the tree walks chase pointers all over a
+        # large heap (issue 22: allocate took 12 % less at 5,000 nodes / 50,000 pods, the same at 1,000)
+        self.cnt = array("l", [0]) * (2 * size)
+        self.best1 = array("l", [-1]) * (2 * size)
+        self.best2 = array("l", [-1]) * (2 * size)
+        self.score = array("d", [0.0]) * n
         self.gens = [-1] * n
         for i, node in enumerate(nodes):
             self._eval_leaf(task, i, node)
