@@ -37,6 +37,8 @@ def predicate_error_cache(ssn: Session, job: JobInfo) -> PredicateErrorCache | N
     mixed_by_job = ssn.scratch.setdefault("mixed_role_groups", {})
     mixed = mixed_by_job.get(job.uid)
     if mixed is None:
+        if job.count(TaskStatus.Pending) < 2:  # a group of one task holds one shape
+            return None
         mixed = mixed_by_job[job.uid] = PredicateErrorCache.mixed_groups(job.tasks_in(TaskStatus.Pending))
     return PredicateErrorCache(mixed) if mixed else None
 
