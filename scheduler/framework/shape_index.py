@@ -7,7 +7,6 @@ node, so one leaf; "the best node among the first k feasible ones from index s" 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass
 from time import perf_counter
@@ -45,7 +44,7 @@ class ShapeIndex:
     """
 
     __slots__ = ("search", "predicate_only", "size", "n", "cnt", "best1", "best2", "score", "gens", "log_pos",
-                 "failure", "lazy", "stale", "dirty")
+                 "failure", "lazy", "stale", "stale_count")
 
     def __init__(self, search: NodeSearch, task: TaskInfo, predicate_only: bool) -> None:
         self.search = search
@@ -74,8 +73,10 @@ class ShapeIndex:
         # scores taken when a window covers the node (see the class docstring); a subclass with a leaf
         # evaluation of its own (PreemptIndex) re-evaluates whole leaves at once
         self.lazy = type(self)._eval_leaf is ShapeIndex._eval_leaf
-        self.stale = bytearray(n)  # 1: leaf i's verdict is current, its score is not
-        self.dirty: list[int] = []  # the stale leaves, ascending
+        # 1: leaf i's verdict is current, its score is not (a window finds its own with
+        # ``bytearray.find``, a scan in C, rather than in a sorted list of int objects)
+        self.stale = bytearray(n)
+        self.stale_count = 0
 
     def _eval_leaf(self, task: TaskInfo, i: int, node: NodeInfo) -> None:
         search = self.search
@@ -176,14 +177,13 @@ class ShapeIndex:
             if ok and cnt[v] and (best1[v] >= 0) == idle:
                 if not stale[i]:  # same gradient: only the score may have moved
                     stale[i] = 1
-                    insort(self.dirty, i)
+                    self.stale_count += 1
                 continue
             # the leaf enters, leaves or changes gradient: score it now and walk up
             search.predicate_time += perf_counter() - started
             if stale[i]:
                 stale[i] = 0
-                dirty = self.dirty
-                del dirty[bisect_left(dirty, i)]
+                self.stale_count -= 1
             cnt[v] = 1 if ok else 0
             if ok:
                 checked = perf_counter()
@@ -198,50 +198,50 @@ class ShapeIndex:
 
     def _rescore(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> None:
         """Score the stale leaves in ``ranges`` (the window about to be searched) and update the tree."""
-        dirty = self.dirty
-        if not dirty:
+        if not self.stale_count:
             return
         search = self.search
         nodes, score, stale, best1, best2 = search.nodes, self.score, self.stale, self.best1, self.best2
         scorers = search.shared_scorers  # ``shared_score`` inlined: the same sum in the same order
         size = self.size
+        scored = 0
         for l, r in ranges:
-            a = bisect_left(dirty, l)
-            b = bisect_left(dirty, r, a)
-            if a == b:
+            i = stale.find(1, l, r)
+            if i < 0:
                 continue
             started = perf_counter()
-            for i in dirty[a:b]:
+            while i >= 0:
                 stale[i] = 0
+                scored += 1
                 node = nodes[i]
                 new = 0.0
                 for fn in scorers:
                     new += fn(task, node)
                 old = score[i]
-                if new == old:
-                    continue
-                score[i] = new
-                # Only the score moved, within one gradient: walk up that gradient's best leaves alone.
-                # (Best leaf of a subtree: the highest score, the lowest index among equals.)
-                best = best1 if best1[size + i] == i else best2
-                v = (size + i) >> 1
-                if new > old:  # leaf i takes over each subtree it now beats, up to the first it does not
-                    while v:
-                        j = best[v]
-                        if j != i:
-                            sj = score[j]
-                            if new < sj or (new == sj and j < i):
-                                break
-                            best[v] = i
-                        v >>= 1
-                else:  # the subtrees leaf i was best of choose again
-                    while v and best[v] == i:
-                        c = 2 * v
-                        x, y = best[c], best[c + 1]
-                        best[v] = y if x < 0 else x if y < 0 or score[x] >= score[y] else y
-                        v >>= 1
-            del dirty[a:b]
+                if new != old:
+                    score[i] = new
+                    # Only the score moved, within one gradient: walk up that gradient's best leaves
+                    # alone.  (Best leaf of a subtree: the highest score, the lowest index among equals.)
+                    best = best1 if best1[size + i] == i else best2
+                    v = (size + i) >> 1
+                    if new > old:  # leaf i takes over each subtree it now beats, up to the first it does not
+                        while v:
+                            j = best[v]
+                            if j != i:
+                                sj = score[j]
+                                if new < sj or (new == sj and j < i):
+                                    break
+                                best[v] = i
+                            v >>= 1
+                    else:  # the subtrees leaf i was best of choose again
+                        while v and best[v] == i:
+                            c = 2 * v
+                            x, y = best[c], best[c + 1]
+                            best[v] = y if x < 0 else x if y < 0 or score[x] >= score[y] else y
+                            v >>= 1
+                i = stale.find(1, i + 1, r)
             search.scoring_time += perf_counter() - started
+        self.stale_count -= scored
 
     def _walk_up(self, i: int) -> None:
         """Recompute the inner nodes above leaf ``i`` until nothing above can change: an inner node whose
@@ -333,7 +333,7 @@ class ShapeIndex:
         if total == 0:
             return start, 0
         length = end + 1 if end >= 0 else n
-        if self.dirty:
+        if self.stale_count:
             last = start + length
             self._rescore(task, ((start, last),) if last <= n else ((start, n), (0, last - n)))
         return start, length
