@@ -390,11 +390,13 @@ class JobInfo:
             msg += "; Pending: " + ", ".join(sorted(f"{n} {k}" for k, n in reasons.items()))
         if self.job_fit_errors:
             return f"{msg}. Origin reason is: {self.job_fit_errors}"
-        for t in self.tasks.values():
-            fe = self.nodes_fit_errors.get(t.uid)
-            if fe is not None:
-                msg += f". Origin reason is {t.name}: {fe.error()}"
-                break
+        fit_errors = self.nodes_fit_errors
+        if fit_errors:  # the first task, in the job's order, with fit errors recorded
+            for t in self.tasks.values():
+                fe = fit_errors.get(t.uid)
+                if fe is not None:
+                    msg += f". Origin reason is {t.name}: {fe.error()}"
+                    break
         return msg
 
     # -- gang bookkeeping per role (job_info.go) --------------------------------------
