@@ -20,6 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .cache import Cache
+from .cli import at_least, positive_number
 from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
 from .framework.effects import Bind, Evict, PodGroupStatus
@@ -521,10 +522,10 @@ def bench(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"vcsched bench: --pods: expected one integer without --trace, got {' '.join(raw)}", file=sys.stderr)
         return 2
+    if args.pods < 1:
+        print(f"vcsched bench: --pods: expected at least 1, got {args.pods}", file=sys.stderr)
+        return 2
     if args.apiserver:
-        if args.pods < 1 or args.nodes < 1:
-            print("vcsched bench --apiserver: --nodes and --pods: expected at least 1", file=sys.stderr)
-            return 2
         from .kube.apibench import run_apiserver_bench
 
         return run_apiserver_bench(args)
@@ -532,11 +533,8 @@ def bench(args: argparse.Namespace) -> int:
         print("vcsched bench: --task-topology: expected --gang-size of at least 2 (a ps and a worker per job)",
               file=sys.stderr)
         return 2
-    if args.ascend310p_chips < 0 or (args.ascend310p_chips and args.gpus_per_node > 0):
-        print("vcsched bench: --ascend310p-chips: expected a count >= 0, not with --gpus-per-node", file=sys.stderr)
-        return 2
-    if getattr(args, "numa", None) and args.numa_nodes < 1:
-        print("vcsched bench: --numa-nodes: expected at least 1", file=sys.stderr)
+    if args.ascend310p_chips and args.gpus_per_node > 0:
+        print("vcsched bench: --ascend310p-chips: not with --gpus-per-node", file=sys.stderr)
         return 2
     try:
         if getattr(args, "fabric", None):
@@ -581,65 +579,65 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tie-break", choices=("random", "first"),
                    help="with --trace: among nodes of equal best score, take one at random (seeded), as "
                         "Volcano does (the default), or the first in search order, as vcsched's scheduler does")
-    p.add_argument("--sessions-per-step", type=int, default=1,
+    p.add_argument("--sessions-per-step", type=at_least(1), default=1,
                    help="with --trace: scheduling sessions per 10%% step of arrived demand")
     p.add_argument("--apiserver", action="store_true",
                    help="on a real kube-apiserver from $KUBEBUILDER_ASSETS: bare pending pods bound by `vcsched run` "
                         "and by the upstream kube-scheduler, each on a fresh control plane (see scheduler/kube/apibench.py)")
     p.add_argument("--scheduler", action="append", choices=("vcsched", "kube-scheduler"),
                    help="with --apiserver: which schedulers to run (repeatable; default both)")
-    p.add_argument("--timeout", type=float, default=1800.0, help="with --apiserver: give up on a run after SECONDS")
+    p.add_argument("--timeout", type=positive_number, default=1800.0, help="with --apiserver: give up on a run after SECONDS")
     p.add_argument("--log-dir", help="with --apiserver: keep the schedulers' logs here")
     p.add_argument("--latency", action="store_true",
                    help="with --apiserver: create → bound latency at a steady arrival rate (--rate, --duration), "
                         "p50/p90/p99/max beside kube-scheduler's; --gang-backlog N adds a gang placed meanwhile")
-    p.add_argument("--rate", type=float, default=50.0, help="with --latency: pods created per second (default 50)")
-    p.add_argument("--duration", type=float, default=20.0, help="with --latency: seconds of arrivals (default 20)")
-    p.add_argument("--gang-backlog", type=int, default=0, metavar="N",
+    p.add_argument("--rate", type=positive_number, default=50.0, help="with --latency: pods created per second (default 50)")
+    p.add_argument("--duration", type=positive_number, default=20.0, help="with --latency: seconds of arrivals (default 20)")
+    p.add_argument("--gang-backlog", type=at_least(0), default=0, metavar="N",
                    help="with --latency: a PodGroup of N members (minMember N) created as the arrivals start")
     p.add_argument("--vcsched-arg", action="append", metavar="ARG",
                    help="with --apiserver --latency: an extra `vcsched run` argument (repeatable)")
-    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--nodes", type=at_least(1), default=1000)
     p.add_argument("--node-cpu", default="32")
     p.add_argument("--node-memory", default="128Gi")
-    p.add_argument("--node-pods", type=int, default=110)
+    p.add_argument("--node-pods", type=at_least(1), default=110)
     p.add_argument("--pods", action="append",
                    help="number of pods (default 10000); with --trace: a task list FILE or a variant name "
                         "(default, multigpu50, gpushare100, gpuspec33), repeatable")
-    p.add_argument("--gang-size", type=int, default=1, help="pods per job (minMember = job size)")
+    p.add_argument("--gang-size", type=at_least(1), default=1, help="pods per job (minMember = job size)")
     p.add_argument("--cpu", default="250m,500m,1,2", help="comma-separated CPU requests to draw from")
     p.add_argument("--memory", default="512Mi,1Gi,2Gi,4Gi", help="comma-separated memory requests to draw from")
-    p.add_argument("--gpus-per-node", type=int, default=0,
+    p.add_argument("--gpus-per-node", type=at_least(0), default=0,
                    help="vGPUs: GPUs per node (hami-core); each pod then asks one fractional vGPU")
     p.add_argument("--gpu-model", default="NVIDIA-NVIDIA A100-PCIE-40GB", help="GPU type in the register annotation")
-    p.add_argument("--gpu-memory", type=int, default=40960, help="MiB per GPU")
-    p.add_argument("--gpu-split", type=int, default=10, help="deviceSplitCount: pods per GPU")
+    p.add_argument("--gpu-memory", type=at_least(1), default=40960, help="MiB per GPU")
+    p.add_argument("--gpu-split", type=at_least(1), default=10, help="deviceSplitCount: pods per GPU")
     p.add_argument("--gpu-request-mix", default="2048:10,4096:20,8192:25,10240:0",
                    help="comma-separated MEM[:CORES] per-pod vGPU requests to draw from")
-    p.add_argument("--ascend310p-chips", type=int, default=0, metavar="N",
+    p.add_argument("--ascend310p-chips", type=at_least(0), default=0, metavar="N",
                    help="Ascend 310P: N chips of 8 cores per node (MindCluster annotations); each pod then asks a "
                         "310P vNPU template or whole chips, with dynamic vNPU and ScheduleWeight 10")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--max-cycles", type=int, default=20)
-    p.add_argument("--preempt", type=int, default=0, metavar="N",
+    p.add_argument("--max-cycles", type=at_least(1), default=20)
+    p.add_argument("--preempt", type=at_least(0), default=0, metavar="N",
                    help="preemption shape: fill every node with low-priority pods (of the largest --cpu and --memory), "
                         "then N high-priority pods of that size arrive and must preempt (--pods is ignored)")
-    p.add_argument("--queue-tree", type=int, default=0, metavar="N",
+    p.add_argument("--queue-tree", type=at_least(0), default=0, metavar="N",
                    help="jobs round robin over N leaf queues under ten departments, scheduled by capacity with "
                         "enableHierarchy in place of proportion (each leaf deserves an equal part of the CPU)")
     p.add_argument("--task-topology", action="store_true",
                    help="ps/worker jobs (a quarter ps) whose PodGroups carry task-topology annotations (ps with "
                         "workers, ps apart, ps first), with the task-topology plugin (weight 10) beside predicates; "
                         "needs --gang-size 2 or more")
-    p.add_argument("--dra-gpus-per-node", type=int, default=0, metavar="N",
+    p.add_argument("--dra-gpus-per-node", type=at_least(0), default=0, metavar="N",
                    help="Dynamic Resource Allocation: a ResourceSlice of N GPUs per node, a DeviceClass with a CEL "
                         "selector, and each pod a ResourceClaim of one GPU with a selector of its own")
-    p.add_argument("--device-plugin-gpus", type=int, default=0, metavar="N",
+    p.add_argument("--device-plugin-gpus", type=at_least(0), default=0, metavar="N",
                    help="the same shape with a device plugin: nvidia.com/gpu N per node, each pod asking 1")
     p.add_argument("--numa", choices=("none", "best-effort", "restricted", "single-numa-node"), metavar="POLICY",
                    help="numa-aware on: every node a Numatopology (static CPU manager, topology policy POLICY, "
                         "--numa-nodes NUMA nodes), every pod Guaranteed (CPU rounded up to whole CPUs) asking POLICY")
-    p.add_argument("--numa-nodes", type=int, default=2, metavar="N", help="with --numa: NUMA nodes per node (default 2)")
+    p.add_argument("--numa-nodes", type=at_least(1), default=2, metavar="N", help="with --numa: NUMA nodes per node (default 2)")
     p.add_argument("--fabric", metavar="NxM",
                    help="a two-tier switch tree as HyperNodes: N nodes per leaf switch (tier 1), M leaves per spine "
                         "(tier 2), with network-topology-aware beside nodeorder")

@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 import structlog
@@ -34,6 +35,32 @@ CONF_KEY = "volcano-scheduler.conf"
 
 class BadInput(Exception):
     """User input the API server or Volcano would refuse: exit 2, one line."""
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (argparse names the flag and exits 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a number above 0 (a rate, a duration, a timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
 
 
 class _Stderr:
@@ -208,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("-f", "--filename", action="append", help="manifest file, or - for stdin")
     sim.add_argument("--kubeconfig", help="start from this live cluster's state (read only), the -f manifests added")
     sim.add_argument("--conf", help="a volcano-scheduler.conf file")
-    sim.add_argument("--cycles", type=int, help="run exactly N scheduling cycles")
+    sim.add_argument("--cycles", type=at_least(0), help="run exactly N scheduling cycles")
     sim.add_argument("-o", "--output", choices=("table", "json", "yaml"))
     sim.add_argument("--scheduler-name", action="append", help="schedulerName to serve (default volcano)")
     sim.add_argument("--now", metavar="RFC3339",

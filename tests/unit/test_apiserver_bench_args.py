@@ -11,8 +11,7 @@ from vcsched.cli import main
     (["--pods", "10"], None, "set KUBEBUILDER_ASSETS to a folder with etcd, kube-apiserver and kube-scheduler"),
     (["--pods", "10"], "/nonexistent", "set KUBEBUILDER_ASSETS to a folder with etcd, kube-apiserver and kube-scheduler"),
     (["--pods", "x"], None, "--pods: expected one integer without --trace"),
-    (["--pods", "10", "--nodes", "0"], None, "--nodes and --pods: expected at least 1"),
-    (["--pods", "0"], None, "--nodes and --pods: expected at least 1"),
+    (["--pods", "0"], None, "--pods: expected at least 1, got 0"),
     (["--trace", "somewhere"], None, "--trace and --apiserver are two benches"),
 ])
 def test_bad_input_exits_2(args, env, message, monkeypatch, capsys):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from vcsched.bench import numa_cluster
 from vcsched.cli import main
 from vcsched.plugins.numa_aware import pod_qos_class
@@ -33,7 +35,8 @@ def test_bench_with_numa_places_every_pod(capsys):
 
 
 def test_bench_refuses_no_numa_nodes(capsys):
-    assert main(["bench", "--nodes", "1", "--pods", "1", "--numa", "best-effort", "--numa-nodes", "0"]) == 2
-    assert "--numa-nodes" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # argparse's refusal of a count below 1
+        main(["bench", "--nodes", "1", "--pods", "1", "--numa", "best-effort", "--numa-nodes", "0"])
+    assert refused.value.code == 2 and "--numa-nodes" in capsys.readouterr().err
 
 
