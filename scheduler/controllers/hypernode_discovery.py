@@ -41,13 +41,14 @@ Where this differs from Volcano (each said again where it happens):
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from ..api import duration
 
 API_VERSION = "topology.volcano.sh/v1alpha1"
 SOURCE_LABEL = "volcano.sh/network-topology-source"  # api.NetworkTopologySourceLabelKey
@@ -99,10 +100,6 @@ class NetworkTopologyConfig:
         return [s.source for s in self.sources if s.enabled]
 
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
 def parse_go_duration(value: Any) -> float:
     """A ``time.Duration`` as yaml.v2 decodes one: a string in Go's ``ParseDuration`` form (``10m``,
     ``1h30m``, ``-1.5h``, ``0``), or an integer count of nanoseconds; seconds out, ValueError if neither."""
@@ -112,22 +109,7 @@ def parse_go_duration(value: Any) -> float:
         return value * 1e-9
     if not isinstance(value, str):
         raise ValueError(f"invalid duration {value!r}")
-    text = value
-    sign = 1.0
-    if text[:1] in "+-" and text:
-        sign = -1.0 if text[0] == "-" else 1.0
-        text = text[1:]
-    if text == "0":
-        return 0.0
-    total, pos = 0.0, 0
-    for m in _DURATION_PART.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if not text or pos != len(text):
-        raise ValueError(f"time: invalid duration {value!r}")
-    return sign * total
+    return duration.parse_go_duration(value)
 
 
 def load_config(data: Mapping[str, Any] | None) -> NetworkTopologyConfig:

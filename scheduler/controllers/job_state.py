@@ -12,11 +12,11 @@ job_controller_handler.go (which pod change raises which event); state/*.go; gar
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.duration import DurationError, parse_go_duration
 from . import job_plugins
 from .job import (
     JOB_VERSION_KEY,
@@ -60,32 +60,11 @@ POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 # -- durations (Go's time.Duration) ------------------------------------------------------------
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-class DurationError(ValueError):
-    pass
-
-
 def parse_duration(text: Any) -> float:
-    """A Go duration string ("30s", "1m30s", "500ms") in seconds."""
-    if not isinstance(text, str) or not text:
+    """A Go duration string ("30s", "1m30s", "500ms") in seconds: Go's ParseDuration (api/duration.py)."""
+    if not isinstance(text, str):
         raise DurationError(f"invalid duration {text!r}")
-    s = text.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or pos == 0:
-        raise DurationError(f'time: invalid duration "{text}"')
-    return sign * total
+    return parse_go_duration(text)
 
 
 def format_duration(seconds: float) -> str:
