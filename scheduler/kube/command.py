@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cycle-coalesce", default="1ms",
                    help="a session starts this long after the first change that can alter a decision (a new "
                         "pending pod, a pod finished, a node or queue changed), so a burst is one session; "
-                        "'off': sessions only every --schedule-period, as Volcano (default 5ms)")
+                        "'off': sessions only every --schedule-period, as Volcano (default 1ms)")
     p.add_argument("--listen", default=":8080", help="address for /metrics, /healthz and /readyz (default :8080)")
     p.add_argument("--leader-elect", action="store_true", help="run sessions only while holding the Lease")
     p.add_argument("--lease-name", default="vcsched")
@@ -52,20 +52,42 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run_command, log_level="info")
 
 
+def _duration(flag: str, text: str) -> float:
+    """A flag's Go duration (``1s``, ``500ms``, ``0``) in seconds; a negative one means nothing here."""
+    from ..api.duration import parse_go_duration
+
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError as e:
+        raise ValueError(f"{flag}: {e}") from None
+    if seconds < 0:
+        raise ValueError(f"{flag}: expected a duration of at least 0, got {text!r}")
+    return seconds
+
+
+def checked_flags(args: Any) -> tuple[float, float | None, tuple[str, ...]]:
+    """What ``run_command`` reads from its flags before it starts: the schedule period, the coalescing
+    window (None: off) and the components; ValueError naming the flag.  (The chart's tests run the
+    chart's arguments through it.)"""
+    from .components import parse_components
+    from .runtime import parse_listen
+
+    period = _duration("--schedule-period", args.schedule_period)
+    coalesce = None if args.cycle_coalesce == "off" else _duration("--cycle-coalesce", args.cycle_coalesce)
+    parse_listen(args.listen)
+    return period, coalesce, parse_components(args.components)
+
+
 def run_command(args: Any) -> int:
     """``vcsched run``: exit 0 on SIGTERM/SIGINT (binds and writes in flight get up to 10 s, the Lease is
     given up; a second signal exits at once, 1), 1 when leadership is lost, the root/default queue
     cannot be created or a component stops unexpectedly, 2 on bad flags or conf."""
     from ..framework.session import NodesToFind
-    from .components import parse_components
     from .controllers import ControllerOptions
-    from .runtime import RunOptions, parse_duration, parse_listen
+    from .runtime import RunOptions
 
     try:
-        period = parse_duration(args.schedule_period)
-        coalesce = None if args.cycle_coalesce == "off" else parse_duration(args.cycle_coalesce)
-        parse_listen(args.listen)
-        components = parse_components(args.components)
+        period, coalesce, components = checked_flags(args)
     except ValueError as e:
         print(f"vcsched run: {e}", file=sys.stderr)
         return 2

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import socket
 import time
 import uuid
@@ -133,21 +132,13 @@ class ConfError2(Exception):
     """``--scheduler-conf`` unreadable or invalid at start: exit 2."""
 
 
-def parse_duration(text: str) -> float:
-    """Go's time.ParseDuration for the units a period uses (``1s``, ``500ms``, ``1m30s``); plain numbers are seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"invalid duration {text!r}")
-    return sum(float(n) * units[u] for n, u in parts)
-
-
 def parse_listen(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
+    """``[HOST]:PORT`` (``:8080`` listens on every address); ValueError naming the flag."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--listen: invalid address {text!r}: expected [HOST]:PORT, PORT 0-65535")
+    if host.startswith("[") and host.endswith("]"):  # an IPv6 address, as Go writes one with a port
+        host = host[1:-1]
     return host or "0.0.0.0", int(port)
 
 

@@ -472,8 +472,7 @@ def parse_run(argv: list[str]):
     import contextlib
     import io
 
-    from vcsched.kube.command import add_parser
-    from vcsched.kube.runtime import parse_duration, parse_listen
+    from vcsched.kube.command import add_parser, checked_flags
 
     parser = argparse.ArgumentParser(prog="vcsched")
     add_parser(parser.add_subparsers(dest="command", required=True))
@@ -484,8 +483,7 @@ def parse_run(argv: list[str]):
     except SystemExit:
         raise AssertionError(f"vcsched {' '.join(argv)}: {err.getvalue().strip()}") from None
     assert args.command == "run"
-    parse_duration(args.schedule_period)
-    parse_listen(args.listen)
+    checked_flags(args)
     return args
 
 
