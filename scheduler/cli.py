@@ -206,6 +206,11 @@ def explain(args: argparse.Namespace) -> int:
     waits, with numbers, or where it would go."""
     args.cycles = 1
     key = args.pod if "/" in args.pod else f"default/{args.pod}"
+    namespace, _, name = key.partition("/")
+    if not namespace or not name or "/" in name:  # before a session over the whole cluster
+        print(f"vcsched explain: NAMESPACE/POD: expected a namespace and a pod name, got {args.pod!r}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     done = run_simulation(args, "explain")
     if isinstance(done, int):
         return done

@@ -1,5 +1,6 @@
-"""Counts and rates on the command line (``cli.at_least``, ``cli.positive_number``): a value below what the flag can mean is refused with
-exit 2 and a line naming the flag, before anything runs; nothing of it reaches a session."""
+"""Command-line input refused before anything runs, with exit 2 and a line naming the flag: counts and
+rates below what they can mean (``cli.at_least``, ``cli.positive_number``), and a pod key that names no
+pod; nothing of it reaches a session."""
 
 from __future__ import annotations
 
@@ -66,3 +67,11 @@ def test_simulate_refuses_a_negative_cycle_count(value, message, capsys):
 def test_simulate_runs_no_cycle_when_asked_for_none(capsys):
     assert main(["simulate", "-f", QUICKSTART, "--cycles", "0", "-o", "json"]) == 0
     assert '"cycles": 0' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("pod", ["a/b/c", "ns/", "/pod"])
+def test_explain_refuses_a_pod_key_that_names_no_pod_before_it_reads_the_cluster(pod, capsys):
+    assert main(["explain", "--kubeconfig", "/nonexistent", pod]) == 2
+    err = capsys.readouterr().err
+    assert f"NAMESPACE/POD: expected a namespace and a pod name, got {pod!r}" in err
+    assert "kubeconfig" not in err  # refused before the cluster is read
