@@ -586,13 +586,16 @@ def add_parser(sub: Any) -> None:
                         "and by the upstream kube-scheduler, each on a fresh control plane (see scheduler/kube/apibench.py)")
     p.add_argument("--scheduler", action="append", choices=("vcsched", "kube-scheduler"),
                    help="with --apiserver: which schedulers to run (repeatable; default both)")
-    p.add_argument("--timeout", type=positive_number, default=1800.0, help="with --apiserver: give up on a run after SECONDS")
+    p.add_argument("--timeout", type=positive_number, default=1800.0,
+                   help="with --apiserver: give up on a run after SECONDS")
     p.add_argument("--log-dir", help="with --apiserver: keep the schedulers' logs here")
     p.add_argument("--latency", action="store_true",
                    help="with --apiserver: create → bound latency at a steady arrival rate (--rate, --duration), "
                         "p50/p90/p99/max beside kube-scheduler's; --gang-backlog N adds a gang placed meanwhile")
-    p.add_argument("--rate", type=positive_number, default=50.0, help="with --latency: pods created per second (default 50)")
-    p.add_argument("--duration", type=positive_number, default=20.0, help="with --latency: seconds of arrivals (default 20)")
+    p.add_argument("--rate", type=positive_number, default=50.0,
+                   help="with --latency: pods created per second (default 50)")
+    p.add_argument("--duration", type=positive_number, default=20.0,
+                   help="with --latency: seconds of arrivals (default 20)")
     p.add_argument("--gang-backlog", type=at_least(0), default=0, metavar="N",
                    help="with --latency: a PodGroup of N members (minMember N) created as the arrivals start")
     p.add_argument("--vcsched-arg", action="append", metavar="ARG",
@@ -637,7 +640,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--numa", choices=("none", "best-effort", "restricted", "single-numa-node"), metavar="POLICY",
                    help="numa-aware on: every node a Numatopology (static CPU manager, topology policy POLICY, "
                         "--numa-nodes NUMA nodes), every pod Guaranteed (CPU rounded up to whole CPUs) asking POLICY")
-    p.add_argument("--numa-nodes", type=at_least(1), default=2, metavar="N", help="with --numa: NUMA nodes per node (default 2)")
+    p.add_argument("--numa-nodes", type=at_least(1), default=2, metavar="N",
+                   help="with --numa: NUMA nodes per node (default 2)")
     p.add_argument("--fabric", metavar="NxM",
                    help="a two-tier switch tree as HyperNodes: N nodes per leaf switch (tier 1), M leaves per spine "
                         "(tier 2), with network-topology-aware beside nodeorder")
