@@ -67,3 +67,25 @@ def test_a_reused_settled_job_whose_tasks_the_session_changed_is_updated():
     effects = ssn.close()
     assert [(e.name, e.phase) for e in effects if isinstance(e, PodGroupStatus) and e.name == "pg5"] == [
         ("pg5", "Completed")]
+
+
+def test_a_gang_short_of_members_grows_each_cycle_and_is_placed_whole_once_complete():
+    """``--gang N``: a PodGroup of minMember 2N, N members at the start and ``gang_step`` more a cycle; while
+    short, none of its members is bound and each cycle's own pod is; once complete, all of it is bound."""
+    from vcsched.framework.effects import Bind
+
+    cluster = Cluster(nodes=4, bound=8, gang=6, gang_step=2)
+    members = lambda: [t for t in cluster.cache.tasks.values() if t.name.startswith("gang-")]  # noqa: E731
+    assert len(members()) == 6
+    for expected in (8, 10):
+        cluster.cycle()
+        assert len(members()) == expected and not any(t.node_name for t in members())
+    cluster.cycle()  # the 11th and 12th members: the gang is whole, placed and fed back bound
+    assert len(members()) == 12 and all(t.node_name for t in members())
+    _, effects = cluster.scheduler.run_session(cluster.cache.snapshot())
+    assert not [e for e in effects if isinstance(e, Bind)]  # nothing left to place
+
+
+def test_main_with_a_gang(capsys):
+    cycle_profile.main(["--nodes", "3", "--bound", "6", "--cycles", "2", "--gang", "200", "--gang-step", "5"])
+    assert "a gang of 200+ members short of 400" in capsys.readouterr().out
