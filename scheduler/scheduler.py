@@ -25,12 +25,17 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self._plugins = plugin_classes()
         self._actions = action_classes()
+        self.last_session: Session | None = None  # run_once's, until the next
 
     def run_once(self, now: float | None = None, uid: str | None = None) -> list[Effect]:
-        """Open a session on a snapshot, run the configured actions, close it; return its effects."""
+        """Open a session on a snapshot, run the configured actions, close it; return its effects.
+        The session stays readable as ``last_session`` (what ``simulate`` reports) until the next one
+        starts: two sessions over a large backlog are never alive at once."""
+        self.last_session = None
         with session_gc_paused():  # the snapshot's copies too
             ssn, effects = self.run_session(self.cache.snapshot(), now, uid)
             self.publish(ssn)
+        self.last_session = ssn
         return effects
 
     def run_session(self, snapshot: Snapshot, now: float | None = None,
@@ -54,10 +59,12 @@ class Scheduler:
 
     def publish(self, ssn: Session) -> None:
         """The closed session's observations into the metrics (on the thread that owns the cache).
-        Its plugins are dropped: what it decided stays readable, and it is freed when replaced."""
+        Its plugins are dropped, and it is kept by no one here: ``vcsched run`` frees it as soon as its
+        effects are applied (it once lived on until the next session had run, beside it: 653 against
+        527 MiB peak for ``vcsched bench --nodes 1000 --pods 40000``, whose second session retries
+        the 5,719 pods that did not fit)."""
         self.metrics.publish(ssn)
         ssn.release()
-        self.last_session = ssn
 
 
 # gen0 every 100,000 net allocations of container objects (Python's default: 700), gen1 every 50

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import weakref
 
 import pytest
 
@@ -40,3 +41,34 @@ def test_a_published_session_is_freed_by_reference_counting(actions: str) -> Non
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_published_session_is_kept_by_no_one() -> None:
+    """``vcsched run`` publishes and drops its session: nothing here holds it until the next one
+    (which would keep two sessions over a large backlog alive at once)."""
+    scheduler = Scheduler(_cache(False), parse_conf(DEFAULT_SCHEDULER_CONF))
+    ssn, effects = scheduler.run_session(scheduler.cache.snapshot(), now=0.0, uid="s1")
+    assert effects
+    scheduler.publish(ssn)
+    gone = weakref.ref(ssn)
+    del ssn
+    assert gone() is None
+
+
+def test_run_once_keeps_its_session_until_the_next_starts() -> None:
+    """``simulate`` reads ``last_session`` after the last cycle; the one before is let go as the next
+    cycle begins, not after it."""
+    scheduler = Scheduler(_cache(False), parse_conf(DEFAULT_SCHEDULER_CONF))
+    scheduler.run_once(now=0.0, uid="s1")
+    first = weakref.ref(scheduler.last_session)
+    alive_during_next = []
+    snapshot = scheduler.cache.snapshot
+
+    def snapshot_noting_the_first():
+        alive_during_next.append(first() is not None)
+        return snapshot()
+
+    scheduler.cache.snapshot = snapshot_noting_the_first
+    scheduler.run_once(now=1.0, uid="s2")
+    assert alive_during_next == [False]
+    assert scheduler.last_session is not None and scheduler.last_session.uid == "s2"

@@ -142,7 +142,7 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
     previous: dict[str, object] = {}
     previous_nodes: dict[str, object] = {}
     for cycle in range(14):
-        results = []
+        results, sessions = [], []
         for i, (c, s) in enumerate(zip(caches, schedulers)):
             snap = c.snapshot()
             if i == 0:
@@ -163,12 +163,13 @@ def test_reused_clones_decide_as_fresh_ones(seed, conf_text):
                 c.keep_clones(ssn, *touched_jobs(effects))
             s.publish(ssn)
             results.append(effects)
+            sessions.append(ssn)
         assert results[0] == results[1], f"cycle {cycle}: the sessions decided differently"
         # and they published the same: job shares and unready counts, queue attributes
         published = [({uid: (r.share, r.unschedulable_tasks, r.retries) for uid, r in s.metrics.jobs.records.items()},
                       {name: (q.allocated, q.request, q.inqueue, q.deserved, q.share)
-                       for name, q in s.last_session.stats.queues.items()},
-                      s.last_session.stats.unschedulable_jobs) for s in schedulers]
+                       for name, q in ssn.stats.queues.items()},
+                      ssn.stats.unschedulable_jobs) for s, ssn in zip(schedulers, sessions)]
         assert published[0] == published[1], f"cycle {cycle}: the sessions published differently"
         # what the API would show next: the binds, then the world's own changes
         changes = [world.bind(e) for e in results[1] if isinstance(e, Bind)]
