@@ -55,6 +55,10 @@ class Provisional:
     key: str  # the PodGroup's namespace/name
     predicted: dict[str, Any]
     made: asyncio.Future[bool]  # True: the API holds this PodGroup; False: it does not (or not as predicted)
+    # the timeout's timer, cancelled when the create answers: else the loop holds every settled prediction
+    # (its PodGroup manifest, its future) for the whole timeout (peak RSS 458-459 -> 449-453 MiB in
+    # ``vcsched bench --apiserver --scheduler vcsched --nodes 500 --pods 5000``)
+    expiry: asyncio.TimerHandle | None = None
 
 
 class ProvisionalGroups:
@@ -100,7 +104,7 @@ class ProvisionalGroups:
         self.predicted += 1
         cache.update_podgroup(manifest)
         self.feeder.owe_provisionally(pod, manifest["metadata"]["name"])
-        asyncio.get_running_loop().call_later(self.timeout, self._expire, p)
+        p.expiry = asyncio.get_running_loop().call_later(self.timeout, self._expire, p)
         if self.make is not None:
             self.make(pod)
         return True
@@ -151,6 +155,8 @@ class ProvisionalGroups:
             self._settle(p, False, drop_from_cache=True)
 
     def _settle(self, p: Provisional, made: bool, drop_from_cache: bool) -> None:
+        if p.expiry is not None:
+            p.expiry.cancel()
         del self.by_uid[p.uid]
         if self.by_group.get(p.key) is p:
             del self.by_group[p.key]

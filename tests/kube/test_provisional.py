@@ -71,8 +71,11 @@ async def test_a_bare_pod_is_decided_before_its_podgroup_exists_and_bound_after_
         uid = p["metadata"]["uid"]
         await eventually(lambda: uid in rt.feeder.assumed, "p1 decided and assumed on its node")
         assert not api.all(SCHED, "podgroups") and not api.bindings  # decided; nothing written yet
+        prediction = rt.feeder.provisional.by_uid[uid]
         gate.set()
         await eventually(lambda: api.bindings, "p1 bound")
+        # settled: its timeout's timer is let go, and with it the prediction (else the loop holds it)
+        assert prediction.expiry is not None and prediction.expiry.cancelled()
         order = [("create" if is_pg_create(r) else "bind") for r in api.requests if is_pg_create(r) or is_bind(r)]
         assert order == ["create", "bind"]
         binding = next(r for r in api.requests if is_bind(r))
