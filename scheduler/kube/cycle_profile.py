@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from ..cache import Cache
+from ..cli import at_least
 from ..conf import DEFAULT_SCHEDULER_CONF, parse_conf
 from ..framework.effects import Bind, PodGroupStatus
 from ..scheduler import Scheduler, freeze_heap
@@ -125,12 +126,13 @@ class Cluster:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m vcsched.kube.cycle_profile", description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=100)
-    p.add_argument("--bound", type=int, default=1000)
-    p.add_argument("--cycles", type=int, default=20)
-    p.add_argument("--gang", type=int, default=0, metavar="N",
+    p.add_argument("--nodes", type=at_least(1), default=100)
+    p.add_argument("--bound", type=at_least(0), default=1000)
+    p.add_argument("--cycles", type=at_least(1), default=20)
+    p.add_argument("--gang", type=at_least(0), default=0, metavar="N",
                    help="a gang of minMember 2N, N members pending at the start")
-    p.add_argument("--gang-step", type=int, default=40, metavar="K", help="gang members added each cycle (default 40)")
+    p.add_argument("--gang-step", type=at_least(0), default=40, metavar="K",
+                   help="gang members added each cycle (default 40)")
     args = p.parse_args(argv)
     cluster = Cluster(args.nodes, args.bound, args.gang, args.gang_step)
     freeze_heap()  # as Runtime does once the cache has listed: no full collection inside the cycles timed

@@ -2,6 +2,8 @@
 reuses the settled jobs' clones (the snapshot costs what changed) and writes only the statuses of the
 groups it changed (the new pod's Inqueue, the previous one's Running, as Volcano's sessions do)."""
 
+import pytest
+
 from vcsched.framework.effects import PodGroupStatus
 from vcsched.kube import cycle_profile
 from vcsched.kube.cycle_profile import Cluster
@@ -89,3 +91,11 @@ def test_a_gang_short_of_members_grows_each_cycle_and_is_placed_whole_once_compl
 def test_main_with_a_gang(capsys):
     cycle_profile.main(["--nodes", "3", "--bound", "6", "--cycles", "2", "--gang", "200", "--gang-step", "5"])
     assert "a gang of 200+ members short of 400" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--nodes", "0"], ["--cycles", "0"], ["--gang", "-3"], ["--bound", "x"]])
+def test_bad_counts_are_refused_before_anything_runs(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cycle_profile.main(argv)
+    assert exit_.value.code == 2
+    assert f"argument {argv[0]}: expected" in capsys.readouterr().err
