@@ -27,6 +27,15 @@ class Placement:
     fits_idle: bool  # False: only FutureIdle fits, the task is pipelined
 
 
+def _marked(flags: bytearray, ranges: Iterable[tuple[int, int]]) -> Iterable[int]:
+    """The positions in ``ranges`` whose flag is set, in order (``bytearray.find``, a scan in C)."""
+    for l, r in ranges:
+        i = flags.find(1, l, r)
+        while i >= 0:
+            yield i
+            i = flags.find(1, i + 1, r)
+
+
 class ShapeIndex:
     """Per-node verdicts and scores for one task shape, in a segment tree over the node list.
 
@@ -34,17 +43,21 @@ class ShapeIndex:
     FutureIdle (gradient 2), and the node's score.  Inner nodes hold the feasible
     count and, per gradient, the leftmost best-scoring leaf below them.
 
-    A changed node's verdict is taken at once (the search window is counted in feasible
-    nodes), but its score only when a search window first covers it: a leaf whose verdict and
-    gradient stay the same is marked ``stale`` and keeps its old score until then.  A query reads
-    only tree nodes inside its window, so it sees the same scores as a full refresh would give,
-    and a node that changes several times between two windows over it is scored once.  (Each
-    window covers a fraction of the nodes, 42% at 1,000 nodes and 10% at 5,000, so this saves
-    more the larger the cluster.)
+    A changed node is judged again only when a search needs it: its leaf is marked ``unverified``,
+    and a search checks the unverified leaves from its start up to the node after its window's
+    last (where Volcano's search stops) before it trusts the counts, again until no verdict there
+    changes the window.  The feasible leaves before the start count alike in the prefix and in the
+    rank a search looks for, so their old verdicts do not move the window; the tree's counts stay
+    consistent sums of the leaves' verdicts, old or new.  A leaf whose verdict and gradient stay the
+    same is marked ``stale`` and keeps its old score until a window covers it.  So a query sees
+    the verdicts and scores a full refresh would give inside its window, and a node that changes
+    several times between two windows over it is checked and scored once.  (Each window covers a
+    fraction of the nodes, 42% at 1,000 nodes and 10% at 5,000, so this saves more the larger the
+    cluster.)
     """
 
     __slots__ = ("search", "predicate_only", "size", "n", "cnt", "best1", "best2", "score", "gens", "log_pos",
-                 "failure", "lazy", "stale", "stale_count")
+                 "failure", "lazy", "stale", "stale_count", "unverified", "unverified_count")
 
     def __init__(self, search: NodeSearch, task: TaskInfo, predicate_only: bool) -> None:
         self.search = search
@@ -78,6 +91,9 @@ class ShapeIndex:
         # ``bytearray.find``, a scan in C, rather than in a sorted list of int objects)
         self.stale = bytearray(n)
         self.stale_count = 0
+        # 1: leaf i's node changed since its verdict was taken (the lazy index only)
+        self.unverified = bytearray(n)
+        self.unverified_count = 0
 
     def _eval_leaf(self, task: TaskInfo, i: int, node: NodeInfo) -> None:
         search = self.search
@@ -132,13 +148,20 @@ class ShapeIndex:
                 best2[v] = b if a < 0 else a if b < 0 or score[a] >= score[b] else b
 
     def refresh(self, task: TaskInfo) -> None:
-        """Bring the verdicts up to date with the nodes changed since the last refresh (scores of
-        leaves whose verdict stays wait for ``_rescore``)."""
+        """Take in the nodes changed since the last refresh: the lazy index marks their leaves
+        unverified (``_verify`` judges them when a search needs them), the other judges them now."""
         changes = self.search.ssn.node_changes
         if self.log_pos == len(changes):
             return
         if self.lazy:
-            self._refresh_verdicts(task, changes)
+            unverified = self.unverified
+            marked = 0
+            for i in changes[self.log_pos:]:
+                if not unverified[i]:
+                    unverified[i] = 1
+                    marked += 1
+            self.unverified_count += marked
+            self.log_pos = len(changes)
             return
         nodes, gens = self.search.nodes, self.gens
         for i in changes[self.log_pos:]:
@@ -149,19 +172,24 @@ class ShapeIndex:
             self._walk_up(i)
         self.log_pos = len(changes)
 
-    def _refresh_verdicts(self, task: TaskInfo, changes: list[int]) -> None:
-        """``refresh`` for the lazy index: each changed node's verdict now; a node that stays in the
-        same gradient only marked stale, its score taken by ``_rescore`` when a window covers it."""
+    def _verify(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> bool:
+        """Judge the unverified leaves in ``ranges``; a node that stays in the same gradient is only
+        marked stale, its score taken by ``_rescore`` when a window covers it.  Whether a leaf became
+        feasible or infeasible (which moves the window)."""
         search = self.search
         nodes = search.nodes
         cnt, best1, best2, gens, stale = self.cnt, self.best1, self.best2, self.gens, self.stale
         size = self.size
         predicate_only = self.predicate_only
+        unverified = self.unverified
         resreq = task.resreq
         predicate = search.ssn.predicate
         future_entry = search.future_entry
+        moved = False
         started = perf_counter()
-        for i in changes[self.log_pos:]:
+        for i in _marked(unverified, ranges):
+            unverified[i] = 0
+            self.unverified_count -= 1
             node = nodes[i]
             g = node.generation
             if gens[i] == g:
@@ -188,7 +216,9 @@ class ShapeIndex:
             if stale[i]:
                 stale[i] = 0
                 self.stale_count -= 1
-            cnt[v] = 1 if ok else 0
+            if cnt[v] != ok:
+                cnt[v] = 1 if ok else 0
+                moved = True
             if ok:
                 checked = perf_counter()
                 self.score[i] = search.shared_score(task, node)
@@ -198,7 +228,7 @@ class ShapeIndex:
             self._walk_up(i)
             started = perf_counter()
         search.predicate_time += perf_counter() - started
-        self.log_pos = len(changes)
+        return moved
 
     def _rescore(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> None:
         """Score the stale leaves in ``ranges`` (the window about to be searched) and update the tree."""
@@ -319,20 +349,26 @@ class ShapeIndex:
         state = self.search.ssn.state
         n, k = self.n, self.search.k
         start = state.next_start_node % n
-        before = self._count(0, start)
-        after = self.cnt[1] - before
-        total = self.cnt[1]
+        while True:
+            before = self._count(0, start)
+            total = self.cnt[1]
+            after = total - before
 
-        def position(j: int) -> int:
-            """Offset from start of the j-th feasible leaf in search order, or -1."""
-            if j <= after:
-                return self._kth(before + j) - start
-            if j <= total:
-                return self._kth(j - after) + n - start
-            return -1
+            def position(j: int) -> int:
+                """Offset from start of the j-th feasible leaf in search order, or -1."""
+                if j <= after:
+                    return self._kth(before + j) - start
+                if j <= total:
+                    return self._kth(j - after) + n - start
+                return -1
 
-        end = position(k)  # the window ends at the k-th feasible node
-        stop = position(k + 1)  # Volcano counts the node that made it stop
+            end = position(k)  # the window ends at the k-th feasible node
+            stop = position(k + 1)  # Volcano counts the node that made it stop
+            if not self.unverified_count:
+                break
+            last = start + (stop + 1 if stop >= 0 else n)  # the leaves the search reads: [start, last)
+            if not self._verify(task, ((start, last),) if last <= n else ((start, n), (0, last - n))):
+                break
         state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
         if total == 0:
             return start, 0

@@ -9,8 +9,8 @@ import pytest
 from vcsched.cache import Cache
 from vcsched.conf import DEFAULT_SCHEDULER_CONF, parse_conf
 from vcsched.framework.effects import Bind
-from vcsched.framework.node_search import NodeSearch
-from vcsched.framework.session import NodesToFind
+from vcsched.framework.node_search import NodeSearch, ShapeIndex
+from vcsched.framework.session import NodesToFind, Session
 from vcsched.scheduler import Scheduler
 
 from .bench_cluster import run_cycles
@@ -131,3 +131,30 @@ def test_percentage_nodes_to_find_widens_the_search_window():
     assert NodesToFind().count(300) == 144
     assert placed(NodesToFind()) != "n250"
     assert placed(NodesToFind(percentage=100)) == "n250"
+
+
+def test_a_changed_node_is_judged_again_only_when_a_search_reaches_it(monkeypatch):
+    """A shape's index judges a node a placement changed when one of its searches reaches the node
+    (ShapeIndex._verify), not at its next search wherever that looks: on 1,000 nodes, where a search
+    reads about 420, fewer predicate calls than judging every change at once, the same placements."""
+    calls = Counter()
+    predicate = Session.predicate
+
+    def counted(self, task, node):
+        calls[mode] += 1
+        return predicate(self, task, node)
+
+    monkeypatch.setattr(Session, "predicate", counted)
+    mode = "lazy"
+    lazy = placements(monkeypatch, True, 1000, 3000, 1)
+    build = ShapeIndex.__init__
+
+    def eager(self, *args):
+        build(self, *args)
+        self.lazy = False  # every change judged at the shape's next search, as PreemptIndex does
+
+    monkeypatch.setattr(ShapeIndex, "__init__", eager)
+    mode = "eager"
+    assert placements(monkeypatch, True, 1000, 3000, 1) == lazy
+    assert len(lazy) == 3000
+    assert calls["lazy"] < 0.95 * calls["eager"], calls
