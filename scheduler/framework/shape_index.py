@@ -43,21 +43,20 @@ class ShapeIndex:
     FutureIdle (gradient 2), and the node's score.  Inner nodes hold the feasible
     count and, per gradient, the leftmost best-scoring leaf below them.
 
-    A changed node is judged again only when a search needs it: its leaf is marked ``unverified``,
-    and a search checks the unverified leaves from its start up to the node after its window's
-    last (where Volcano's search stops) before it trusts the counts, again until no verdict there
-    changes the window.  The feasible leaves before the start count alike in the prefix and in the
-    rank a search looks for, so their old verdicts do not move the window; the tree's counts stay
-    consistent sums of the leaves' verdicts, old or new.  A leaf whose verdict and gradient stay the
-    same is marked ``stale`` and keeps its old score until a window covers it.  So a query sees
-    the verdicts and scores a full refresh would give inside its window, and a node that changes
-    several times between two windows over it is checked and scored once.  (Each window covers a
-    fraction of the nodes, 42% at 1,000 nodes and 10% at 5,000, so this saves more the larger the
-    cluster.)
+    A changed node is judged and scored again only when a search needs it: its leaf is marked
+    ``unverified``, and a search takes the unverified leaves from its start up to the node after
+    its window's last (where Volcano's search stops) before it trusts the counts, again until no
+    verdict there changes the window.  The feasible leaves before the start count alike in the
+    prefix and in the rank a search looks for, so their old verdicts do not move the window; the
+    tree's counts stay consistent sums of the leaves' verdicts, old or new.  So a query sees the
+    verdicts and scores a full refresh would give inside its window, and a node that changes
+    several times between two windows over it is judged and scored once, in one visit.  (Each
+    window covers a fraction of the nodes, 42% at 1,000 nodes and 10% at 5,000, so this saves more
+    the larger the cluster.)
     """
 
     __slots__ = ("search", "predicate_only", "size", "n", "cnt", "best1", "best2", "score", "gens", "log_pos",
-                 "failure", "lazy", "stale", "stale_count", "unverified", "unverified_count")
+                 "failure", "lazy", "unverified", "unverified_count")
 
     def __init__(self, search: NodeSearch, task: TaskInfo, predicate_only: bool) -> None:
         self.search = search
@@ -87,11 +86,8 @@ class ShapeIndex:
         # scores taken when a window covers the node (see the class docstring); a subclass with a leaf
         # evaluation of its own (PreemptIndex) re-evaluates whole leaves at once
         self.lazy = type(self)._eval_leaf is ShapeIndex._eval_leaf
-        # 1: leaf i's verdict is current, its score is not (a window finds its own with
-        # ``bytearray.find``, a scan in C, rather than in a sorted list of int objects)
-        self.stale = bytearray(n)
-        self.stale_count = 0
-        # 1: leaf i's node changed since its verdict was taken (the lazy index only)
+        # 1: leaf i's node changed since its verdict and score were taken (the lazy index only; a
+        # search finds its own with ``bytearray.find``, a scan in C)
         self.unverified = bytearray(n)
         self.unverified_count = 0
 
@@ -173,12 +169,11 @@ class ShapeIndex:
         self.log_pos = len(changes)
 
     def _verify(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> bool:
-        """Judge the unverified leaves in ``ranges``; a node that stays in the same gradient is only
-        marked stale, its score taken by ``_rescore`` when a window covers it.  Whether a leaf became
-        feasible or infeasible (which moves the window)."""
+        """Judge and score the unverified leaves in ``ranges`` and update the tree; whether a leaf
+        became feasible or infeasible (which moves the window)."""
         search = self.search
-        nodes = search.nodes
-        cnt, best1, best2, gens, stale = self.cnt, self.best1, self.best2, self.gens, self.stale
+        nodes, scorers = search.nodes, search.shared_scorers
+        cnt, best1, best2, gens, score = self.cnt, self.best1, self.best2, self.gens, self.score
         size = self.size
         predicate_only = self.predicate_only
         unverified = self.unverified
@@ -186,6 +181,7 @@ class ShapeIndex:
         predicate = search.ssn.predicate
         future_entry = search.future_entry
         moved = False
+        scoring = 0.0
         started = perf_counter()
         for i in _marked(unverified, ranges):
             unverified[i] = 0
@@ -206,76 +202,50 @@ class ShapeIndex:
                     ok = not (statuses and any(s.code in FAILING_CODES for s in statuses))
                 idle = ok and (same or resreq.less_equal(node.idle))
             v = size + i
-            if ok and cnt[v] and (best1[v] >= 0) == idle:
-                if not stale[i]:  # same gradient: only the score may have moved
-                    stale[i] = 1
-                    self.stale_count += 1
+            if not ok:
+                if cnt[v]:  # the leaf leaves
+                    cnt[v], best1[v], best2[v] = 0, -1, -1
+                    moved = True
+                    self._walk_up(i)
                 continue
-            # the leaf enters, leaves or changes gradient: score it now and walk up
-            search.predicate_time += perf_counter() - started
-            if stale[i]:
-                stale[i] = 0
-                self.stale_count -= 1
-            if cnt[v] != ok:
-                cnt[v] = 1 if ok else 0
-                moved = True
-            if ok:
-                checked = perf_counter()
-                self.score[i] = search.shared_score(task, node)
-                search.scoring_time += perf_counter() - checked
-            best1[v] = i if idle else -1
-            best2[v] = i if ok and not idle else -1
-            self._walk_up(i)
-            started = perf_counter()
-        search.predicate_time += perf_counter() - started
+            checked = perf_counter()
+            new = 0.0  # ``shared_score`` inlined: the same sum in the same order
+            for fn in scorers:
+                new += fn(task, node)
+            scoring += perf_counter() - checked
+            if not cnt[v] or (best1[v] >= 0) != idle:  # the leaf enters or changes gradient
+                moved = moved or not cnt[v]
+                cnt[v] = 1
+                score[i] = new
+                best1[v], best2[v] = (i, -1) if idle else (-1, i)
+                self._walk_up(i)
+                continue
+            old = score[i]
+            if new == old:
+                continue
+            score[i] = new
+            # Only the score moved, within one gradient: walk up that gradient's best leaves alone.
+            # (Best leaf of a subtree: the highest score, the lowest index among equals.)
+            best = best1 if idle else best2
+            v >>= 1
+            if new > old:  # leaf i takes over each subtree it now beats, up to the first it does not
+                while v:
+                    j = best[v]
+                    if j != i:
+                        sj = score[j]
+                        if new < sj or (new == sj and j < i):
+                            break
+                        best[v] = i
+                    v >>= 1
+            else:  # the subtrees leaf i was best of choose again
+                while v and best[v] == i:
+                    c = 2 * v
+                    x, y = best[c], best[c + 1]
+                    best[v] = y if x < 0 else x if y < 0 or score[x] >= score[y] else y
+                    v >>= 1
+        search.scoring_time += scoring
+        search.predicate_time += perf_counter() - started - scoring
         return moved
-
-    def _rescore(self, task: TaskInfo, ranges: Iterable[tuple[int, int]]) -> None:
-        """Score the stale leaves in ``ranges`` (the window about to be searched) and update the tree."""
-        if not self.stale_count:
-            return
-        search = self.search
-        nodes, score, stale, best1, best2 = search.nodes, self.score, self.stale, self.best1, self.best2
-        scorers = search.shared_scorers  # ``shared_score`` inlined: the same sum in the same order
-        size = self.size
-        scored = 0
-        for l, r in ranges:
-            i = stale.find(1, l, r)
-            if i < 0:
-                continue
-            started = perf_counter()
-            while i >= 0:
-                stale[i] = 0
-                scored += 1
-                node = nodes[i]
-                new = 0.0
-                for fn in scorers:
-                    new += fn(task, node)
-                old = score[i]
-                if new != old:
-                    score[i] = new
-                    # Only the score moved, within one gradient: walk up that gradient's best leaves
-                    # alone.  (Best leaf of a subtree: the highest score, the lowest index among equals.)
-                    best = best1 if best1[size + i] == i else best2
-                    v = (size + i) >> 1
-                    if new > old:  # leaf i takes over each subtree it now beats, up to the first it does not
-                        while v:
-                            j = best[v]
-                            if j != i:
-                                sj = score[j]
-                                if new < sj or (new == sj and j < i):
-                                    break
-                                best[v] = i
-                            v >>= 1
-                    else:  # the subtrees leaf i was best of choose again
-                        while v and best[v] == i:
-                            c = 2 * v
-                            x, y = best[c], best[c + 1]
-                            best[v] = y if x < 0 else x if y < 0 or score[x] >= score[y] else y
-                            v >>= 1
-                i = stale.find(1, i + 1, r)
-            search.scoring_time += perf_counter() - started
-        self.stale_count -= scored
 
     def _walk_up(self, i: int) -> None:
         """Recompute the inner nodes above leaf ``i`` until nothing above can change: an inner node whose
@@ -372,11 +342,7 @@ class ShapeIndex:
         state.next_start_node = (start + (stop + 1 if stop >= 0 else n)) % n
         if total == 0:
             return start, 0
-        length = end + 1 if end >= 0 else n
-        if self.stale_count:
-            last = start + length
-            self._rescore(task, ((start, last),) if last <= n else ((start, n), (0, last - n)))
-        return start, length
+        return start, end + 1 if end >= 0 else n
 
     def find(self, task: TaskInfo) -> Placement | FitErrors:
         search = self.search
