@@ -83,8 +83,8 @@ class ShapeIndex:
         self.log_pos = len(search.ssn.node_changes)
         # (log position, FitErrors) of the last failure: identical tasks fail alike until a node changes
         self.failure: tuple[int, FitErrors] | None = None
-        # scores taken when a window covers the node (see the class docstring); a subclass with a leaf
-        # evaluation of its own (PreemptIndex) re-evaluates whole leaves at once
+        # a changed node judged and scored when a search reaches it (see the class docstring); a
+        # subclass with a leaf evaluation of its own (PreemptIndex) re-evaluates changed leaves at once
         self.lazy = type(self)._eval_leaf is ShapeIndex._eval_leaf
         # 1: leaf i's node changed since its verdict and score were taken (the lazy index only; a
         # search finds its own with ``bytearray.find``, a scan in C)
