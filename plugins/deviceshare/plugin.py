@@ -336,7 +336,9 @@ class DeviceSharePlugin(Plugin):
         return node if node is not None and node.devices else None
 
     def _changed(self, node: NodeInfo) -> None:
-        node.generation += 1
+        # a new generation from the process's counter: ``generation + 1`` is the value the node's next
+        # task would take, so a pod placed there next would leave its generation unchanged
+        node.touch()
         self._ssn.node_changes.append(node.index)
 
     def on_allocate(self, task: TaskInfo) -> None:

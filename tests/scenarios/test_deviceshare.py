@@ -2,7 +2,7 @@
 
 import json
 
-from .conftest import podgroup
+from .conftest import node, podgroup
 
 A100 = "NVIDIA-NVIDIA A100-PCIE-40GB"
 T4 = "NVIDIA-Tesla T4"
@@ -328,3 +328,15 @@ def test_queue_allocated_counts_granted_vgpu_memory(simulate):
     stale = vgpu_pod("stale", mem(8000, n=2), node_name="n1", annotations={"volcano.sh/vgpu-ids-new": "GPU-z,NVIDIA,1,0:"})
     code, out = simulate(gpu_node("n1", TWO_A100) + stale, conf=conf())
     assert out["queues"]["default"]["allocated"]["volcano.sh/vgpu-memory"] == "8000"
+
+
+def test_a_cpu_pod_after_a_gpu_pod_on_the_same_node_is_seen_by_the_next_search(simulate):
+    """deviceshare marks a node changed when a pod takes devices on it; the next placement there, of a
+    pod that asks for no device, is a change of its own, and the next search must see both: the third
+    pod fits nowhere (n1 keeps 16 - 2 - 8 = 6 CPUs, n2 has 7) unless n1's second change is missed."""
+    pods = (vgpu_pod("a-gpu", {**mem(1000), "cpu": 2}) + vgpu_pod("b-cpu", {"cpu": 8})
+            + vgpu_pod("c-cpu", {"cpu": 8}))
+    code, out = simulate(gpu_node("n1", TWO_A100) + node("n2", cpu="7") + pods, conf=conf())
+    assert code == 0
+    assert out["pods"]["default/a-gpu"]["node"] == out["pods"]["default/b-cpu"]["node"] == "n1"
+    assert not out["pods"]["default/c-cpu"]["node"]
