@@ -30,3 +30,48 @@ def test_shared_search_equals_node_by_node_search_with_gpus(monkeypatch, nodes, 
     shared = placements(monkeypatch, True, nodes, pods, gang)
     assert shared == direct
     assert pods // 4 < len(direct) < pods  # GPUs fill up: device failures are exercised too
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pods_without_devices_between_vgpu_pods_never_overcommit_a_node(monkeypatch, seed):
+    """Every third job asks for no vGPU: such a pod placed on a GPU node right after a vGPU pod is a
+    change the next search there must see (deviceshare's own mark of the node came first), so no
+    node ever holds more CPU, memory or pods than it has, and no card more memory."""
+    from vcsched.api.quantity import parse_quantity
+
+    from . import bench_cluster
+
+    build = bench_cluster.build_cluster
+
+    def mixed(args):
+        nodes, pgs, pods = build(args)
+        for i, p in enumerate(pods):
+            if i % 3 == 2:
+                res = p["spec"]["containers"][0]["resources"]
+                res.pop("limits")
+                res["requests"] = {k: v for k, v in res["requests"].items() if not k.startswith("volcano.sh/")}
+        return nodes, pgs, pods
+
+    monkeypatch.setattr(bench_cluster, "build_cluster", mixed)
+    args = argparse.Namespace(nodes=20, node_cpu="8", node_memory="16Gi", node_pods=30, pods=400, gang_size=1,
+                              cpu="1,2,3", memory="512Mi,2Gi", seed=seed, gpus_per_node=2,
+                              gpu_model="NVIDIA-Tesla T4", gpu_memory=16384, gpu_split=4,
+                              gpu_request_mix="2048:10,4096:30,8192:0")
+    _, _, pod_objs = mixed(args)
+    requests = {p["metadata"]["name"]: p["spec"]["containers"][0]["resources"]["requests"] for p in pod_objs}
+    binds = [e for e in bench_cluster.run_cycles(args, parse_conf(GPU_SCHEDULER_CONF)) if isinstance(e, Bind)]
+    assert 50 < len(binds) < 400  # the nodes fill up
+    cpu: dict[str, float] = {}
+    memory: dict[str, float] = {}
+    pods: dict[str, int] = {}
+    card_memory: dict[str, int] = {}
+    for b in binds:
+        req = requests[b.name]
+        cpu[b.node] = cpu.get(b.node, 0) + parse_quantity(req["cpu"])
+        memory[b.node] = memory.get(b.node, 0) + parse_quantity(req["memory"])
+        pods[b.node] = pods.get(b.node, 0) + 1
+        for entry in filter(None, b.annotations.get("volcano.sh/vgpu-ids-new", "").split(":")):
+            card, _, mib, _ = entry.split(",")
+            card_memory[card] = card_memory.get(card, 0) + int(mib)
+    assert max(cpu.values()) <= 8 and max(memory.values()) <= 16 * 2**30 and max(pods.values()) <= 30
+    assert max(card_memory.values()) <= 16384
