@@ -3,6 +3,7 @@ import textwrap
 
 import pytest
 
+from vcsched.api.quantity import parse_quantity
 from vcsched.cli import main
 
 
@@ -12,8 +13,11 @@ SIM_NOW = "2026-01-01T01:00:00Z"
 
 
 @pytest.fixture
-def simulate(tmp_path, capsys):
-    """Run ``vcsched simulate -o json`` on YAML text; return (exit code, parsed output or stderr)."""
+def simulate(tmp_path, capsys, request):
+    """Run ``vcsched simulate -o json`` on YAML text; return (exit code, parsed output or stderr).
+    A run that exits 0 must leave no node holding more than it has (``overcommitted_nodes``), unless
+    the test is marked ``overcommitted_input``."""
+    overcommit_allowed = request.node.get_closest_marker("overcommitted_input") is not None
 
     def run(manifests: str, *args: str, conf: str | None = None):
         path = tmp_path / "cluster.yaml"
@@ -28,10 +32,30 @@ def simulate(tmp_path, capsys):
         code = main(argv)
         out, err = capsys.readouterr()
         if code == 0:
-            return code, json.loads(out)
+            result = json.loads(out)
+            assert overcommit_allowed or not overcommitted_nodes(result), overcommitted_nodes(result)
+            return code, result
         return code, err
 
     return run
+
+
+def overcommitted_nodes(out: dict) -> list[tuple]:
+    """What a simulate output's nodes hold beyond what they have: (node, resource, used, allocatable) where
+    a resource's use exceeds its allocatable, (node, device, "memory" or "slots", used, total) where a
+    device's does.  The scheduler never places onto a node more than it has, so a run whose input did
+    not start that way ends with none."""
+    over: list[tuple] = []
+    for name, node in (out.get("nodes") or {}).items():
+        allocatable = node.get("allocatable") or {}
+        for resource, used in (node.get("used") or {}).items():
+            if parse_quantity(used) > parse_quantity(allocatable.get(resource, "0")):
+                over.append((name, resource, used, allocatable.get(resource)))
+        for d in node.get("devices") or ():
+            for used, total, what in (("memory_used", "memory_total", "memory"), ("slots_used", "slots_total", "slots")):
+                if d.get(total) and d.get(used, 0) > d[total]:
+                    over.append((name, d["id"], what, d[used], d[total]))
+    return over
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, extra: str = "",
