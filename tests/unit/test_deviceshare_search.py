@@ -4,30 +4,54 @@ import argparse
 
 import pytest
 
+from vcsched.api.quantity import parse_quantity
 from vcsched.bench import GPU_SCHEDULER_CONF
 from vcsched.conf import parse_conf
 from vcsched.framework.effects import Bind
 from vcsched.framework.node_search import NodeSearch
 
-from .bench_cluster import run_cycles
+from . import bench_cluster
 
 
-def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int) -> list[tuple[str, str, str]]:
+def every_third_pod_without_devices(monkeypatch) -> None:
+    """The bench cluster's every third pod asks for no vGPU (its requests and limits of them dropped;
+    a job's pods share one resources mapping, so the pod gets its own)."""
+    build = bench_cluster.build_cluster
+
+    def mixed(args):
+        nodes, pgs, pods = build(args)
+        for i, p in enumerate(pods):
+            if i % 3 == 2:
+                container = p["spec"]["containers"][0]
+                requests = container["resources"]["requests"]
+                container["resources"] = {"requests": {k: v for k, v in requests.items()
+                                                       if not k.startswith("volcano.sh/")}}
+        return nodes, pgs, pods
+
+    monkeypatch.setattr(bench_cluster, "build_cluster", mixed)
+
+
+def placements(monkeypatch, shared: bool, nodes: int, pods: int, gang: int,
+               mixed: bool = False) -> list[tuple[str, str, str]]:
     if not shared:
         monkeypatch.setattr(NodeSearch, "shareable", lambda self, task: False)
+    if mixed:
+        every_third_pod_without_devices(monkeypatch)
     args = argparse.Namespace(nodes=nodes, node_cpu="8", node_memory="16Gi", node_pods=30, pods=pods,
                               gang_size=gang, cpu="250m,1", memory="512Mi,2Gi", seed=3, gpus_per_node=2,
                               gpu_model="NVIDIA-Tesla T4", gpu_memory=16384, gpu_split=4,
                               gpu_request_mix="2048:10,4096:30,8192:0,12000:50,16384:100")
-    effects = run_cycles(args, parse_conf(GPU_SCHEDULER_CONF))
-    return [(e.name, e.node, e.annotations["volcano.sh/vgpu-ids-new"]) for e in effects if isinstance(e, Bind)]
+    effects = bench_cluster.run_cycles(args, parse_conf(GPU_SCHEDULER_CONF))
+    return [(e.name, e.node, e.annotations.get("volcano.sh/vgpu-ids-new", ""))
+            for e in effects if isinstance(e, Bind)]
 
 
+@pytest.mark.parametrize("mixed", [False, True], ids=["all-vgpu", "a-third-without-devices"])
 @pytest.mark.parametrize("nodes, pods, gang", [(60, 500, 1), (30, 300, 3)])
-def test_shared_search_equals_node_by_node_search_with_gpus(monkeypatch, nodes, pods, gang):
-    direct = placements(monkeypatch, False, nodes, pods, gang)
+def test_shared_search_equals_node_by_node_search_with_gpus(monkeypatch, nodes, pods, gang, mixed):
+    direct = placements(monkeypatch, False, nodes, pods, gang, mixed)
     monkeypatch.undo()
-    shared = placements(monkeypatch, True, nodes, pods, gang)
+    shared = placements(monkeypatch, True, nodes, pods, gang, mixed)
     assert shared == direct
     assert pods // 4 < len(direct) < pods  # GPUs fill up: device failures are exercised too
 
@@ -37,27 +61,12 @@ def test_pods_without_devices_between_vgpu_pods_never_overcommit_a_node(monkeypa
     """Every third job asks for no vGPU: such a pod placed on a GPU node right after a vGPU pod is a
     change the next search there must see (deviceshare's own mark of the node came first), so no
     node ever holds more CPU, memory or pods than it has, and no card more memory."""
-    from vcsched.api.quantity import parse_quantity
-
-    from . import bench_cluster
-
-    build = bench_cluster.build_cluster
-
-    def mixed(args):
-        nodes, pgs, pods = build(args)
-        for i, p in enumerate(pods):
-            if i % 3 == 2:
-                res = p["spec"]["containers"][0]["resources"]
-                res.pop("limits")
-                res["requests"] = {k: v for k, v in res["requests"].items() if not k.startswith("volcano.sh/")}
-        return nodes, pgs, pods
-
-    monkeypatch.setattr(bench_cluster, "build_cluster", mixed)
+    every_third_pod_without_devices(monkeypatch)
     args = argparse.Namespace(nodes=20, node_cpu="8", node_memory="16Gi", node_pods=30, pods=400, gang_size=1,
                               cpu="1,2,3", memory="512Mi,2Gi", seed=seed, gpus_per_node=2,
                               gpu_model="NVIDIA-Tesla T4", gpu_memory=16384, gpu_split=4,
                               gpu_request_mix="2048:10,4096:30,8192:0")
-    _, _, pod_objs = mixed(args)
+    _, _, pod_objs = bench_cluster.build_cluster(args)
     requests = {p["metadata"]["name"]: p["spec"]["containers"][0]["resources"]["requests"] for p in pod_objs}
     binds = [e for e in bench_cluster.run_cycles(args, parse_conf(GPU_SCHEDULER_CONF)) if isinstance(e, Bind)]
     assert 50 < len(binds) < 400  # the nodes fill up
