@@ -12,6 +12,19 @@ from vcsched.framework.effects import Bind, Effect
 from vcsched.plugins.deviceshare import device_builder
 from vcsched.scheduler import Scheduler
 
+DEVICE_PREFIXES = ("volcano.sh/", "nvidia.com/", "huawei.com/")
+
+
+def drop_devices(pods: list[dict], every: int = 3) -> None:
+    """Every ``every``-th pod (the last of each run of ``every``) asks for no device: its requests and
+    limits of device resources dropped.  A job's pods share one resources mapping, so the pod gets its own."""
+    for i, pod in enumerate(pods):
+        if i % every == every - 1:
+            for c in pod["spec"]["containers"]:
+                c["resources"] = {part: {name: q for name, q in quantities.items()
+                                         if not name.startswith(DEVICE_PREFIXES)}
+                                  for part, quantities in (c.get("resources") or {}).items()}
+
 
 def run_cycles(args: argparse.Namespace, conf: SchedulerConfiguration, cycles: int = 2,
                tie_break: random.Random | None = None) -> list[Effect]:

@@ -14,18 +14,12 @@ from . import bench_cluster
 
 
 def every_third_pod_without_devices(monkeypatch) -> None:
-    """The bench cluster's every third pod asks for no vGPU (its requests and limits of them dropped;
-    a job's pods share one resources mapping, so the pod gets its own)."""
+    """The bench cluster's every third pod asks for no vGPU (bench_cluster.drop_devices)."""
     build = bench_cluster.build_cluster
 
     def mixed(args):
         nodes, pgs, pods = build(args)
-        for i, p in enumerate(pods):
-            if i % 3 == 2:
-                container = p["spec"]["containers"][0]
-                requests = container["resources"]["requests"]
-                container["resources"] = {"requests": {k: v for k, v in requests.items()
-                                                       if not k.startswith("volcano.sh/")}}
+        bench_cluster.drop_devices(pods)
         return nodes, pgs, pods
 
     monkeypatch.setattr(bench_cluster, "build_cluster", mixed)
