@@ -125,11 +125,9 @@ class NetworkTopologyAwarePlugin(Plugin):
                     touched = h
         if touched is not None and self.normal_pods:
             # the normal-pod scores of its other nodes moved: the node search re-scores them
-            changes = self.session.node_changes
             for n in touched.nodes:
                 if n.name != task.node_name:
-                    n.touch()
-                    changes.append(n.index)
+                    self.session.touch_node(n)
 
     # -- gradients -----------------------------------------------------------------------------
 

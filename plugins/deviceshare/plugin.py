@@ -336,10 +336,7 @@ class DeviceSharePlugin(Plugin):
         return node if node is not None and node.devices else None
 
     def _changed(self, node: NodeInfo) -> None:
-        # a new generation from the process's counter: ``generation + 1`` is the value the node's next
-        # task would take, so a pod placed there next would leave its generation unchanged
-        node.touch()
-        self._ssn.node_changes.append(node.index)
+        self._ssn.touch_node(node)
 
     def on_allocate(self, task: TaskInfo) -> None:
         node = self._node(task)

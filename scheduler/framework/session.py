@@ -623,6 +623,12 @@ class Session:
         else:
             task.status = status
 
+    def touch_node(self, node: NodeInfo) -> None:
+        """Something a verdict or score of ``node`` depends on changed besides its tasks (its devices'
+        ledger, its HyperNode's use): a new generation, and the node logged for the node search."""
+        node.touch()
+        self.node_changes.append(node.index)
+
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """``ssn.Allocate`` (backfill): allocate and bind at once when the job is ready."""
         job = self.jobs[task.job]
