@@ -5,6 +5,7 @@ import pytest
 
 from vcsched.api.quantity import parse_quantity
 from vcsched.cli import main
+from vcsched.framework.node_search import NodeSearch
 
 
 # the simulated clock's start unless a test gives its own ``--now``: runs are reproducible, and the
@@ -13,10 +14,12 @@ SIM_NOW = "2026-01-01T01:00:00Z"
 
 
 @pytest.fixture
-def simulate(tmp_path, capsys, request):
+def simulate(tmp_path, capsys, request, monkeypatch):
     """Run ``vcsched simulate -o json`` on YAML text; return (exit code, parsed output or stderr).
     A run that exits 0 must leave no node holding more than it has (``overcommitted_nodes``), unless
-    the test is marked ``overcommitted_input``."""
+    the test is marked ``overcommitted_input``, and must give the same output again with every task
+    searched node by node: the shape indexes (framework/shape_index.py) that tasks of one shape share
+    are a faster way to the same placements, never a different one."""
     overcommit_allowed = request.node.get_closest_marker("overcommitted_input") is not None
 
     def run(manifests: str, *args: str, conf: str | None = None):
@@ -32,6 +35,10 @@ def simulate(tmp_path, capsys, request):
         code = main(argv)
         out, err = capsys.readouterr()
         if code == 0:
+            with monkeypatch.context() as m:
+                m.setattr(NodeSearch, "shareable", lambda self, task: False)
+                assert main(argv) == 0
+            assert capsys.readouterr().out == out, "the node-by-node search gives another output"
             result = json.loads(out)
             assert overcommit_allowed or not overcommitted_nodes(result), overcommitted_nodes(result)
             return code, result
