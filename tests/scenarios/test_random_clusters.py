@@ -1,21 +1,26 @@
 """Random clusters through ``vcsched simulate``: the ``simulate`` fixture checks that each run places alike
-with every task searched node by node, and that no node ends holding more than it has.
+with every task searched node by node, and that no node ends holding more than it has (nor any card).
 
 The hand-written scenarios exercise one feature at a time; these mix them (taints and tolerations, node
 selectors, host ports, preferred node affinity, unschedulable nodes, gangs, queues with and without a
 capability, a priority class, pods already running) under four confs, so that the shared search's
 incremental paths (a changed node's score rising or falling, a leaf leaving or entering the window) meet
-each other.  Seeded: a failure names its seed, and ``random_cluster(random.Random(seed))`` gives the input.
+each other; and vGPU clusters, where deviceshare changes nodes beside their tasks.  Seeded: a failure
+names its seed, and ``random_cluster(random.Random(seed))`` (or ``random_vgpu_cluster``) gives the input.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
 import yaml
 
 from vcsched.conf import DEFAULT_SCHEDULER_CONF
+
+from .conftest import node
+from .test_deviceshare import A100, T4, deviceshare_conf, gpu_node, vgpu_pod
 
 PREEMPTING = DEFAULT_SCHEDULER_CONF.replace('actions: "enqueue, allocate, backfill"',
                                             'actions: "enqueue, allocate, preempt, reclaim, backfill"')
@@ -118,7 +123,7 @@ def random_cluster(rng: random.Random) -> str:
             pod = {"apiVersion": "v1", "kind": "Pod",
                    "metadata": {"name": f"g{g}-{t}", "namespace": "default",
                                 "annotations": {"scheduling.k8s.io/group-name": f"g{g}"}},
-                   "spec": dict(pod_spec)}
+                   "spec": copy.deepcopy(pod_spec)}
             fits = [n for n, (c, m, p) in free.items() if c >= CPUS[cpu] and m >= MEMORIES[mem] and p >= 1]
             if running and fits:
                 name = rng.choice(fits)
@@ -139,3 +144,54 @@ def test_a_random_cluster_places_alike_with_either_search(simulate, seed):
     assert code == 0, out
     pods = out["pods"].values()
     assert any(p["phase"] == "Running" for p in pods)
+
+
+def random_vgpu_cluster(rng: random.Random) -> tuple[str, str]:
+    """Nodes with one to four HAMi-core cards (or none), pods asking for vGPU memory, cores and cards or
+    for CPU only, in gangs; and a deviceshare conf with a random device and node policy."""
+    text = ""
+    for i in range(rng.randint(2, 20)):
+        if rng.random() < 0.25:
+            text += node(f"n{i}", cpu=str(rng.choice([4, 8, 16])))
+            continue
+        cards = [(f"GPU-{i}-{c}", 10, *rng.choice([(15360, T4), (40960, A100)])) for c in range(rng.randint(1, 4))]
+        text += gpu_node(f"n{i}", cards)
+    for g in range(rng.randint(5, 30)):  # enough CPU asked to fill nodes: a full node must be seen full
+        size = rng.choice([1, 1, 2, 4])
+        text += f"""
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {{name: g{g}, namespace: default}}
+spec: {{minMember: {rng.randint(1, size)}, queue: default}}
+"""
+        limits: dict = {"cpu": rng.choice([1, 2, 4, 8])}
+        annotations = {}
+        if rng.random() < 0.7:
+            limits["volcano.sh/vgpu-memory"] = rng.choice([1000, 4000, 8000, 16000, 30000])
+            if rng.random() < 0.3:
+                limits["volcano.sh/vgpu-number"] = rng.choice([1, 2])
+            if rng.random() < 0.3:
+                limits["volcano.sh/vgpu-cores"] = rng.choice([10, 30, 50])
+            if rng.random() < 0.15:
+                annotations["nvidia.com/use-gputype"] = rng.choice(["t4", "a100"])
+        for t in range(size):
+            text += vgpu_pod(f"g{g}-{t}", limits, annotations=annotations, group=f"g{g}")
+    arguments: dict = {"deviceshare.VGPUEnable": True}
+    policy = rng.choice([None, "binpack", "spread"])
+    if policy:
+        arguments["deviceshare.SchedulePolicy"] = policy
+        arguments["deviceshare.ScheduleWeight"] = rng.choice([1, 10])
+    conf = deviceshare_conf(arguments)
+    if rng.random() < 0.5:  # binpack: the next pod goes where the last went, most often
+        conf = conf.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: binpack\n")
+    return text, conf
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_random_vgpu_cluster_places_alike_with_either_search(simulate, seed):
+    manifests, conf = random_vgpu_cluster(random.Random(seed))
+    code, out = simulate(manifests, conf=conf)
+    assert code == 0, out
+    pods = out["pods"].values()
+    assert any(p["phase"] == "Running" and p["annotations"].get("volcano.sh/vgpu-ids-new") for p in pods)
