@@ -5,9 +5,10 @@ The hand-written scenarios exercise one feature at a time; these mix them (taint
 selectors, host ports, preferred node affinity, unschedulable nodes, gangs, queues with and without a
 capability, a priority class, pods already running) under four confs, so that the shared search's
 incremental paths (a changed node's score rising or falling, a leaf leaving or entering the window) meet
-each other; contended ones, where preempt and reclaim walk their own index of the nodes (24 pods
-evicted in 4 of the 20 seeds); and vGPU clusters, where deviceshare changes nodes beside their tasks.  Seeded: a failure
-names its seed, and ``random_cluster(random.Random(seed))`` (or ``random_vgpu_cluster``) gives the input.
+each other.  Contended clusters make preempt and reclaim walk their own index of the nodes (24 pods
+evicted in 4 of the 20 seeds); vGPU clusters have deviceshare change nodes beside their tasks.  Seeded:
+a failure names its seed, and ``random_cluster(random.Random(seed))`` (or ``random_vgpu_cluster``)
+gives the input.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ def random_cluster(rng: random.Random, contended: bool = False) -> str:
             pod_spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": 10, "preference": {"matchExpressions": [
                     {"key": "zone", "operator": "In", "values": [rng.choice(zones)]}]}}]}}
-        running = rng.random() < (0.7 if contended else 0.2) and not high and "nodeSelector" not in pod_spec and \
-            "ports" not in pod_spec["containers"][0]
+        running = (rng.random() < (0.7 if contended else 0.2) and not high
+                   and "nodeSelector" not in pod_spec and "ports" not in pod_spec["containers"][0])
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": f"g{g}", "namespace": "default"}, "spec": group})
         for t in range(size):
