@@ -24,19 +24,9 @@ from vcsched.conf import DEFAULT_SCHEDULER_CONF
 from .conftest import node
 from .test_deviceshare import A100, T4, deviceshare_conf, gpu_node, vgpu_pod
 
-PREEMPTING = DEFAULT_SCHEDULER_CONF.replace('actions: "enqueue, allocate, backfill"',
-                                            'actions: "enqueue, allocate, preempt, reclaim, backfill"')
-WEIGHTED = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
+ACTIONS = 'actions: "enqueue, allocate, backfill"'
+PREEMPTING = DEFAULT_SCHEDULER_CONF.replace(ACTIONS, 'actions: "enqueue, allocate, preempt, reclaim, backfill"')
+WEIGHTED = DEFAULT_SCHEDULER_CONF.replace("  - name: nodeorder\n  - name: binpack\n", """\
   - name: nodeorder
     arguments:
       leastrequested.weight: 0
@@ -49,20 +39,10 @@ tiers:
       binpack.weight: 5
       binpack.cpu: 3
       binpack.memory: 1
-"""
-CAPACITY = """\
-actions: "enqueue, allocate, backfill, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-"""
+""")
+CAPACITY = DEFAULT_SCHEDULER_CONF.replace(ACTIONS, 'actions: "enqueue, allocate, backfill, reclaim"').replace(
+    "  - name: proportion\n", "  - name: capacity\n")
+assert len({DEFAULT_SCHEDULER_CONF, PREEMPTING, WEIGHTED, CAPACITY}) == 4
 CONFS = (None, PREEMPTING, WEIGHTED, CAPACITY)
 
 CPUS = {"100m": 100, "250m": 250, "500m": 500, "1": 1000, "2": 2000, "3": 3000}
