@@ -21,7 +21,7 @@ import yaml
 
 from vcsched.conf import DEFAULT_SCHEDULER_CONF
 
-from .conftest import node
+from .conftest import node, podgroup
 from .test_deviceshare import A100, T4, deviceshare_conf, gpu_node, vgpu_pod
 
 ACTIONS = 'actions: "enqueue, allocate, backfill"'
@@ -150,13 +150,7 @@ def random_vgpu_cluster(rng: random.Random) -> tuple[str, str]:
         text += gpu_node(f"n{i}", cards)
     for g in range(rng.randint(5, 30)):  # enough CPU asked to fill nodes: a full node must be seen full
         size = rng.choice([1, 1, 2, 4])
-        text += f"""
----
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata: {{name: g{g}, namespace: default}}
-spec: {{minMember: {rng.randint(1, size)}, queue: default}}
-"""
+        text += podgroup(f"g{g}", rng.randint(1, size))
         limits: dict = {"cpu": rng.choice([1, 2, 4, 8])}
         annotations = {}
         if rng.random() < 0.7:
