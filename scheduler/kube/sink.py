@@ -230,15 +230,25 @@ class KubeSink:
                 self.writes.submit(_object_key(e), e, self._write)
             elif isinstance(e, PodCondition):
                 sends.append(functools.partial(self._condition, e))
-            else:
-                write = functools.partial(self.writes.submit, _object_key(e), e, self._write)
-                if isinstance(e, PodGroupStatus):
-                    self.feeder.ask_podgroup_status(e)
-                    made = self._podgroup_made(e.namespace, e.name)
-                    if made is not None:  # a predicted PodGroup's status: written once the API holds it
-                        write = functools.partial(self._after, made, write)
+            elif isinstance(e, PodGroupStatus):
+                write = functools.partial(self._submit_status, e, self.feeder.ask_podgroup_status(e))
+                made = self._podgroup_made(e.namespace, e.name)
+                if made is not None:  # a predicted PodGroup's status: written once the API holds it
+                    write = functools.partial(self._after, made, write)
                 sends.append(write)
+            else:
+                sends.append(functools.partial(self.writes.submit, _object_key(e), e, self._write))
         self._send_after(express, sends)
+
+    def _submit_status(self, e: PodGroupStatus, asked: dict[str, Any]) -> None:
+        """The write of PodGroup status ``asked``, unless a later session has asked for another since.
+        Writes keeps the last status submitted for an object, so submissions must come in the order the
+        sessions asked: a status that waited for its predicted PodGroup's create (``_after``) can come
+        after the next session's, asked once the create had answered and submitted at once.  Submitted
+        then, it would replace the later one, and the API would keep the earlier status while the cache
+        shows the later one, which no session then writes again."""
+        if self.feeder.asked_status.get(f"{e.namespace}/{e.name}") is asked:
+            self.writes.submit(_object_key(e), e, self._write)
 
     def _start_bind(self, bind: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(bind)

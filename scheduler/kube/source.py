@@ -402,12 +402,14 @@ class CacheFeeder:
         self.podgroups[object_key(obj)] = obj
         self.cache.update_podgroup(self.with_asked_status(obj))
 
-    def ask_podgroup_status(self, e: PodGroupStatus) -> None:
+    def ask_podgroup_status(self, e: PodGroupStatus) -> dict[str, Any]:
         """A session's PodGroup status, dispatched: in the cache at once (Cache.set_podgroup_status), and
-        laid over what the API says of the PodGroup until its write is answered."""
+        laid over what the API says of the PodGroup until its write is answered.  The status as asked
+        for: the latest ask for the PodGroup while ``asked_status`` holds this very object."""
         key = f"{e.namespace}/{e.name}"
         self.cache.set_podgroup_status(key, e.phase, e.running, e.succeeded, e.failed, e.conditions)
-        self.asked_status[key] = podgroup_status_out(e)
+        asked = self.asked_status[key] = podgroup_status_out(e)
+        return asked
 
     def podgroup_status_answered(self, key: str, status: dict[str, Any], obj: dict[str, Any] | None) -> None:
         """The write of ``status`` answered with ``obj`` (None: it failed for good): the API's status from

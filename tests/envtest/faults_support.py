@@ -284,14 +284,26 @@ async def podgroups_running(kube: Kube, all_pods: list[dict[str, Any]], timeout:
             if len(ms) >= int(pg["spec"].get("minMember") or 0) and ms and all(p["spec"].get("nodeName") for p in ms):
                 phase = (pg.get("status") or {}).get("phase")
                 if phase != "Running":
-                    wrong.append(f"{key[0]}/{key[1]}: {phase}")
+                    wrong.append((pg, ms))
         state["wrong"] = wrong
         return not wrong
 
     try:
         await kube.eventually(probe, "every PodGroup whose pods are all bound Running", timeout=timeout)
     except AssertionError:
-        raise AssertionError(f"PodGroups not Running though all their pods are bound: {state['wrong'][:20]}") from None
+        wrong = state["wrong"]
+        raise AssertionError(f"{len(wrong)} PodGroups not Running though all their pods are bound; the first: "
+                             + "; ".join(_podgroup_story(pg, ms) for pg, ms in wrong[:10])) from None
+
+
+def _podgroup_story(pg: dict[str, Any], pods: list[dict[str, Any]]) -> str:
+    """A PodGroup's status with when and by whom its fields were last written, and where its pods are."""
+    meta = pg["metadata"]
+    writes = [f"{m.get('manager')} {m.get('operation')} {m.get('time')}" for m in meta.get("managedFields") or []]
+    where = [f"{p['metadata']['name']}@{p['spec'].get('nodeName')}" for p in pods]
+    return (f"{meta['namespace']}/{meta['name']} {(pg.get('status') or {}).get('phase')} "
+            f"(created {meta.get('creationTimestamp')}, resourceVersion {meta.get('resourceVersion')}, "
+            f"written {writes}, pods {where})")
 
 
 # -- the API server's counters ----------------------------------------------------------------------------

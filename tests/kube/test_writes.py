@@ -7,8 +7,14 @@ import asyncio
 
 import pytest
 
-from vcsched.framework.effects import QueueStatus
+from vcsched.cache import Cache
+from vcsched.framework.effects import PodGroupStatus, QueueStatus
+from vcsched.kube.provisional import Provisional, ProvisionalGroups
+from vcsched.kube.sink import KubeSink
+from vcsched.kube.source import CacheFeeder
 from vcsched.kube.writers import Writes
+
+from .conftest import client_for, podgroup
 
 pytestmark = pytest.mark.asyncio
 
@@ -140,8 +146,6 @@ async def test_a_later_sessions_writes_never_overtake_an_earlier_sessions_waitin
     """Session A's status writes wait for its Binding's answer; session B, with no bind, writes the same
     PodGroup's later status: B's must not go first, or A's older status would be the one left waiting
     (Writes keeps the last asked for) and written last."""
-    from vcsched.kube.sink import KubeSink
-
     sink = KubeSink(None, None)  # type: ignore[arg-type]  # _send_after touches neither
     answered = asyncio.Event()
     bind = asyncio.create_task(answered.wait())
@@ -155,3 +159,36 @@ async def test_a_later_sessions_writes_never_overtake_an_earlier_sessions_waitin
     assert sent == ["A: Inqueue", "B: Running"]
     sink._send_after([], [lambda: sent.append("C")])  # nothing waits any more: at once
     assert sent[-1] == "C"
+
+
+async def test_a_status_that_waited_for_its_predicted_podgroup_never_replaces_a_later_sessions(api):
+    """Session A asks Inqueue for a predicted PodGroup: its write waits for the controller's create.  The
+    create answers, and session B, which asked Running in the same turn of the loop (its pod assumed
+    bound), submits its write at once, before the waiting write's turn comes.  Submitted then, A's Inqueue
+    would replace B's Running (Writes keeps the last submitted): the API would keep Inqueue while the
+    cache shows Running, and no later session would write it again.  A's write is dropped instead."""
+    client = client_for(api)
+    cache = Cache()
+    feeder = CacheFeeder(cache)
+    feeder.provisional = prov = ProvisionalGroups(feeder, ("volcano",), inherit_owner_annotations=False)
+    sink = KubeSink(client, feeder)
+    try:
+        stored = api.put(podgroup("pg1"))
+        made = asyncio.get_running_loop().create_future()
+        prov.by_uid["pod-uid"] = prov.by_group["default/pg1"] = Provisional("pod-uid", "default/pg1", stored, made)
+        feeder.podgroup(stored)
+        inqueue = PodGroupStatus("default", "pg1", "Inqueue", 0, 0, 0, [])
+        running = PodGroupStatus("default", "pg1", "Running", 0, 0, 0, [])
+        await sink.apply([inqueue])  # waits for the create
+        assert feeder.asked_status["default/pg1"]["phase"] == "Inqueue"
+        assert prov.confirm("pod-uid", stored)  # the create answered: A's write is due in the next turn
+        await sink.apply([running])  # B, in this same turn: submitted at once
+        await settle()
+        assert await sink.writes.drain(None)
+        assert api.get("scheduling.volcano.sh", "podgroups", "default", "pg1")["status"]["phase"] == "Running"
+        assert not feeder.asked_status and cache.jobs["default/pg1"].podgroup.phase == "Running"
+        patches = [r for r in api.requests if r.method.value == "PATCH" and r.resource.plural == "podgroups"]
+        assert len(patches) == 1
+    finally:
+        await sink.cancel()
+        await client.close()
