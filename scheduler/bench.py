@@ -621,7 +621,9 @@ def add_parser(sub: Any) -> None:
                    help="Ascend 310P: N chips of 8 cores per node (MindCluster annotations); each pod then asks a "
                         "310P vNPU template or whole chips, with dynamic vNPU and ScheduleWeight 10")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--max-cycles", type=at_least(1), default=20)
+    p.add_argument("--max-cycles", type=at_least(0), default=20,
+                   help="stop after N cycles; 0 builds the cluster and the scheduler and runs none (what a "
+                        "profiler counts outside the timed window, to subtract)")
     p.add_argument("--preempt", type=at_least(0), default=0, metavar="N",
                    help="preemption shape: fill every node with low-priority pods (of the largest --cpu and --memory), "
                         "then N high-priority pods of that size arrive and must preempt (--pods is ignored)")

@@ -4,6 +4,8 @@ pod; nothing of it reaches a session."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vcsched.cli import main
@@ -31,7 +33,7 @@ def _exit(argv: list[str]) -> int:
     (["--gpus-per-node", "2", "--gpu-memory", "0"], "argument --gpu-memory: expected at least 1, got 0"),
     (["--ascend310p-chips", "-1"], "argument --ascend310p-chips: expected at least 0, got -1"),
     (["--ascend310p-chips", "1", "--gpus-per-node", "2"], "--ascend310p-chips: not with --gpus-per-node"),
-    (["--max-cycles", "0"], "argument --max-cycles: expected at least 1, got 0"),
+    (["--max-cycles", "-1"], "argument --max-cycles: expected at least 0, got -1"),
     (["--preempt", "-3"], "argument --preempt: expected at least 0, got -3"),
     (["--dra-gpus-per-node", "-1"], "argument --dra-gpus-per-node: expected at least 0, got -1"),
     (["--device-plugin-gpus", "-2"], "argument --device-plugin-gpus: expected at least 0, got -2"),
@@ -52,6 +54,13 @@ def test_bench_refuses_counts_below_their_meaning(args, message, capsys):
 def test_bench_takes_the_smallest_counts_that_mean_something(capsys):
     assert main(["bench", "--nodes", "1", "--pods", "1", "--gang-size", "1", "--max-cycles", "1", "-o", "json"]) == 0
     assert '"pods_placed": 1' in capsys.readouterr().out
+
+
+def test_bench_with_no_cycle_builds_the_cluster_and_places_nothing(capsys):
+    """``--max-cycles 0``: the process without its timed window, for a profiler's counts to subtract."""
+    assert main(["bench", "--nodes", "2", "--pods", "3", "--max-cycles", "0", "-o", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["cycles"], result["pods"], result["pods_placed"], result["pods_per_second"]) == (0, 3, 0, 0.0)
 
 
 @pytest.mark.parametrize("value, message", [
