@@ -25,7 +25,7 @@ from .api.quantity import parse_quantity
 from .conf import DEFAULT_SCHEDULER_CONF, ConfError, parse_conf
 from .framework.effects import Bind, Evict, PodGroupStatus
 from .plugins.deviceshare import device_builder
-from .scheduler import Scheduler, freeze_heap
+from .scheduler import Scheduler, freeze_heap, session_gc_paused
 from .sim.cluster import SIM_EPOCH, rfc3339
 
 
@@ -453,20 +453,19 @@ def run(args: argparse.Namespace) -> BenchResult:
         cache.add_hypernode(h)
     scheduler = Scheduler(cache, conf)
     freeze_heap()
-    placed, cycles, latencies, evictions = 0, 0, [], 0
-    # on a terminal, the pods placed so far (tqdm stays silent when stderr is piped)
-    progress = tqdm(total=len(pods), unit="pod", disable=None, leave=False)
-    started = time.perf_counter()
-    while placed < len(pods) and cycles < args.max_cycles:
+
+    def run_cycle(n: int) -> tuple[float, int, int]:
+        """Cycle ``n``, its effects applied to the cache as the watches would report them: (milliseconds
+        of snapshot and session, pods bound, pods evicted).  Its session and effects are gone when it
+        returns."""
         t0 = time.perf_counter()
-        effects = scheduler.run_once(now=SIM_EPOCH + cycles, uid=f"bench-{cycles}")
-        latencies.append((time.perf_counter() - t0) * 1000)
-        cycles += 1
+        ssn, effects = scheduler.run_session(cache.snapshot(), now=SIM_EPOCH + n, uid=f"bench-{n}")
+        scheduler.publish(ssn)
+        ms = (time.perf_counter() - t0) * 1000
         binds = [e for e in effects if isinstance(e, Bind)]
         evicts = [e for e in effects if isinstance(e, Evict)]
         for e in evicts:  # the evicted pods terminate before the next cycle
             cache.delete_pod(e.uid)
-        evictions += len(evicts)
         for b in binds:
             pod = by_key[f"{b.namespace}/{b.name}"]
             for st in b.claims:  # the claims' PreBind status, as the API would hold it
@@ -486,9 +485,23 @@ def run(args: argparse.Namespace) -> BenchResult:
                 pg = pg_by_name[e.name]
                 pg["status"] = {"phase": e.phase}
                 cache.update_podgroup(pg)
-        placed += len(binds)
-        progress.update(len(binds))
-        if not binds and not evicts and cycles > 1:
+        return ms, len(binds), len(evicts)
+
+    placed, cycles, latencies, evictions = 0, 0, [], 0
+    # on a terminal, the pods placed so far (tqdm stays silent when stderr is piped)
+    progress = tqdm(total=len(pods), unit="pod", disable=None, leave=False)
+    started = time.perf_counter()
+    while placed < len(pods) and cycles < args.max_cycles:
+        # the collector resumes once the session and its effects are gone, as in ``vcsched run``
+        # (runtime.Runtime.run_session): it never walks them
+        with session_gc_paused():
+            ms, bound, evicted = run_cycle(cycles)
+        latencies.append(ms)
+        cycles += 1
+        evictions += evicted
+        placed += bound
+        progress.update(bound)
+        if not bound and not evicted and cycles > 1:
             break
     wall = time.perf_counter() - started
     progress.close()

@@ -85,7 +85,12 @@ def session_gc_paused() -> Iterator[None]:
     After the session only what it leaves alive is looked at, once.  Sessions leave no cycles behind
     (Session.release); a cycle made during one is found by the first collection after it.  The pause is
     process-wide: in ``vcsched run`` the event loop's thread allocates uncollected for a session's
-    length too, which reference counting frees as before."""
+    length too, which reference counting frees as before.
+
+    Pauses nest: only the outermost resumes the collector.  A caller that applies the effects holds
+    its pause until the session and its effects are gone (``vcsched run``, ``vcsched bench``), so that
+    reference counting frees them and the first collection after does not walk them: it did, some
+    790,000 objects and 0.39 s at 5,000 nodes / 50,000 pods, before the effects were applied."""
     paused = gc.isenabled()
     if paused:
         gc.disable()
