@@ -97,7 +97,12 @@ class DisruptionBudget:
             return cls(min_available=annotations[JDB_MIN_AVAILABLE_KEY])
         if JDB_MAX_UNAVAILABLE_KEY in annotations:
             return cls(max_unavailable=annotations[JDB_MAX_UNAVAILABLE_KEY])
-        return cls()
+        return NO_BUDGET
+
+
+# the budget of every job whose PodGroup sets none: one object (the budget is frozen), not one more for
+# the cyclic collector to walk per PodGroup version the cache takes in
+NO_BUDGET = DisruptionBudget()
 
 
 def parse_waiting_time(raw: str) -> float:
@@ -169,7 +174,7 @@ class JobInfo:
         # sla-waiting-time of the PodGroup in seconds, None when absent or invalid (WaitingTime)
         self.waiting_time: float | None = None
         # the job disruption budget (Budget): jdb-min-available, jdb-max-unavailable ("" when unset)
-        self.budget = DisruptionBudget()
+        self.budget = NO_BUDGET
         self.pending_best_effort = 0
         self.ready = 0  # tasks in READY_STATUS, kept as tasks move
         # the session's copy of spec.networkTopology (session open translates and hardens it), the

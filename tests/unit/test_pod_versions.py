@@ -37,7 +37,28 @@ def test_a_bound_or_restatused_version_keeps_the_parsed_spec_and_requests() -> N
     cache.update_pod(bound)
     after = cache.tasks["u1"]
     assert after is not before and after.node_name == "n1" and after.pod is bound
-    assert after.spec is before.spec and after.resreq is before.resreq and after.shape == before.shape
+    # the very objects: a bind leaves no new ones for the cyclic collector to walk
+    assert after.spec is before.spec and after.resreq is before.resreq and after.shape is before.shape
+
+
+def test_podgroup_versions_without_a_budget_share_one() -> None:
+    """A PodGroup without jdb annotations, version after version, adds no budget object of its own;
+    one with them keeps its own."""
+    cache = Cache()
+    pg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+          "metadata": {"name": "pg", "namespace": "ns", "uid": "g1", "resourceVersion": "1"},
+          "spec": {"minMember": 1}, "status": {"phase": "Pending"}}
+    cache.add_podgroup(pg)
+    first = cache.jobs["ns/pg"].budget
+    later = next_version(pg, 2)
+    later["status"] = {"phase": "Running", "running": 1}
+    cache.update_podgroup(later)
+    assert cache.jobs["ns/pg"].budget is first
+    assert (first.min_available, first.max_unavailable) == ("", "")
+    budgeted = next_version(pg, 3)
+    budgeted["metadata"]["annotations"] = {"volcano.sh/jdb-min-available": "50%"}
+    cache.update_podgroup(budgeted)
+    assert cache.jobs["ns/pg"].budget.min_available == "50%" and cache.jobs["ns/pg"].budget is not first
 
 
 def test_a_version_that_reads_otherwise_is_parsed_again() -> None:
