@@ -545,6 +545,8 @@ class TermsCache:
 
     def get(self, task: TaskInfo) -> PodTerms:
         spec = task.spec
+        if not _has_terms(spec):
+            return EMPTY_TERMS  # nothing parsed, nothing kept: most pods of a large session
         entry = self._by_spec.get(id(spec))
         if entry is not None and entry[0] is spec and entry[1] == task.namespace:
             return entry[2]

@@ -8,6 +8,7 @@ of the metrics library, and a test can read what a session observed directly.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -60,8 +61,9 @@ class SessionStats:
     eviction_transactions: Counter[str] = field(default_factory=Counter)
     preemption_attempts: int = 0
     preemption_victims: int | None = None
-    # node search: per task, seconds in predicates and (when nodes were scored) in scoring
-    predicate_durations: list[float] = field(default_factory=list)
-    scoring_durations: list[float] = field(default_factory=list)
+    # node search: per task, seconds in predicates and (when nodes were scored) in scoring; flat arrays
+    # of doubles, not lists of float objects: two objects a task fewer, for a session of 50,000 tasks
+    predicate_durations: array[float] = field(default_factory=lambda: array("d"))
+    scoring_durations: array[float] = field(default_factory=lambda: array("d"))
     # deviceshare: every vGPU at session open; None when no vGPU kind is in the session
     vgpu_devices: list[VGPUDeviceStats] | None = None
