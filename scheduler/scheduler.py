@@ -79,7 +79,7 @@ def session_gc_paused() -> Iterator[None]:
     A snapshot and its session allocate about a million container objects at 5,000 nodes / 50,000
     pods (copies, queues, statements, events, effects), most of which go by reference counting when
     the session ends.  A collection inside the session walks those alive and every object they refer
-    to, scattered over the whole heap (cache and TLB misses: 0.1-0.2 s a collection there, 2.5x one at
+    to, scattered over the whole heap (cache misses: 0.1-0.2 s a collection there, 2.5x one at
     1,000 nodes): ``vcsched bench --nodes 5000 --pods 50000`` spent 4.3-5.0 CPU seconds in 25
     collections, 1.6-1.8 in 10 with this pause (1,000 / 10,000: 0.19-0.22 s in 4, 0.15-0.18 in 2).
     After the session only what it leaves alive is looked at, once.  Sessions leave no cycles behind
