@@ -474,6 +474,13 @@ class Runtime:
         self._session_seconds = time.perf_counter() - started
         return ssn, effects
 
+    def _session_handed_over(self, handover: list) -> None:
+        """``_session`` on a worker thread, the snapshot taken from ``handover`` and the session and effects
+        put back in it.  Not returned: the executor's work item holds what its call returns, and the worker
+        thread drops it only when it next runs, which on a busy machine comes after the cycle has ended and
+        the collector has resumed (it then walked the session); the loop empties the list at once."""
+        handover.append(self._session(handover.pop()))
+
     async def run_session(self) -> None:
         if self.options.scheduler_conf:
             self.conf_source.load_file(self.options.scheduler_conf, initial=False)
@@ -494,7 +501,9 @@ class Runtime:
             ssn, effects = self._session(snapshot)
             self._thread_seconds = 0.0
         else:
-            ssn, effects = await asyncio.to_thread(self._session, snapshot)
+            handover: list = [snapshot]
+            await asyncio.to_thread(self._session_handed_over, handover)
+            ssn, effects = handover.pop()
             self._thread_seconds = self._session_seconds
             self._thread_done_at = asyncio.get_running_loop().time()
         self.sessions += 1
