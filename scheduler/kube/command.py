@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -145,6 +146,7 @@ def run_command(args: Any) -> int:
                                             inherit_owner_annotations=args.inherit_owner_annotations == "true",
                                             discovery_namespace=args.controller_configmap_namespace,
                                             discovery_configmap=args.controller_configmap_name)
+            started.append(True)
             return await run_components(client, controller_client, runtime, stop, ctl_options, elector,
                                         listen=args.listen)
         finally:
@@ -152,4 +154,14 @@ def run_command(args: Any) -> int:
             if controller_client is not None:
                 await controller_client.close()
 
-    return asyncio.run(main())
+    started: list[bool] = []
+    code = asyncio.run(main())
+    if started:
+        # Everything is closed and the executor's threads joined: the process ends here rather than
+        # through the interpreter's teardown, which frees every module and object one by one (2-3 s
+        # with 2,000 pods on a slow machine, after the 10 s of shutdown grace had been spent)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
