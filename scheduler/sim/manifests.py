@@ -567,6 +567,7 @@ def _validate_job(obj: dict, check: Checker) -> None:
             for j, arg in enumerate(as_list(args, check, f"spec.plugins.{name}") if args is not None else []):
                 as_string(arg, check, f"spec.plugins.{name}[{j}]")
     _validate_policies(spec.get("policies"), check, "spec.policies")
+    network_topology(spec.get("networkTopology"), check, "spec.networkTopology")
     for i, task in enumerate(as_list(spec.get("tasks") or [], check, "spec.tasks")):
         path = f"spec.tasks[{i}]"
         task = as_item(task, check, path)
@@ -576,6 +577,7 @@ def _validate_job(obj: dict, check: Checker) -> None:
             if task.get(key) is not None:
                 as_int(task[key], check, f"{path}.{key}", 0, INT32_MAX)
         _validate_policies(task.get("policies"), check, f"{path}.policies")
+        _validate_partition_policy(task.get("partitionPolicy"), check, f"{path}.partitionPolicy")
         if task.get("dependsOn") is not None:
             depends = as_mapping(task["dependsOn"], check, f"{path}.dependsOn")
             for j, dep in enumerate(as_list(depends.get("name") or [], check, f"{path}.dependsOn.name")):
@@ -624,6 +626,24 @@ def _validate_job_status(obj: dict, check: Checker) -> None:
             as_int(n, check, f"status.taskStatusCount[{task}].phase[{phase}]", INT32_MIN, INT32_MAX)
     if status.get("controlledResources") is not None:
         string_map(status["controlledResources"], check, "status.controlledResources")
+
+
+def _validate_partition_policy(value: Any, check: Checker, path: str) -> None:
+    """A task's ``partitionPolicy`` as the Job CRD types it: ``totalPartitions`` and ``partitionSize``
+    required, at least 1; ``minPartitions`` at least 0, 0 by default; a ``networkTopology`` of its own.
+    How they fit the task's replicas is the webhook's (controllers/job.py)."""
+    if value is None:
+        return
+    policy = as_mapping(value, check, path)
+    for key in ("totalPartitions", "partitionSize"):
+        if policy.get(key) is None:
+            check.fail(f"{path}.{key}", "Required value")
+        as_int(policy[key], check, f"{path}.{key}", 1, INT32_MAX)
+    if policy.get("minPartitions") is None:
+        policy["minPartitions"] = 0
+    else:
+        as_int(policy["minPartitions"], check, f"{path}.minPartitions", 0, INT32_MAX)
+    network_topology(policy.get("networkTopology"), check, f"{path}.networkTopology")
 
 
 def _validate_policies(policies: Any, check: Checker, path: str) -> None:

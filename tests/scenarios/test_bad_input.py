@@ -411,3 +411,34 @@ def test_simulate_without_manifests_or_a_cluster_exits_2(capsys):
     assert main(["simulate"]) == 2
     err = capsys.readouterr().err
     assert err == "vcsched simulate: -f: give manifests (-f FILE, or - for stdin), or --kubeconfig for a live cluster\n"
+
+
+_PARTITIONED = _JOB.replace("tasks: [{name: t, replicas: 1,", "tasks: [{name: t, replicas: 4, partitionPolicy: PP,")
+
+
+@pytest.mark.parametrize("manifests, expected", [
+    # found by fuzzing: a Job's spec.networkTopology that is not a mapping was an internal error
+    (node("n1") + _JOB + "  networkTopology: true\n",
+     "(Job default/j): spec.networkTopology: must be a mapping, got boolean True"),
+    (node("n1") + _JOB + "  networkTopology: {mode: loose}\n",
+     "(Job default/j): spec.networkTopology.mode: Unsupported value: string 'loose'"),
+    (node("n1") + _JOB + "  networkTopology: {highestTierAllowed: -1}\n",
+     "(Job default/j): spec.networkTopology.highestTierAllowed: must be greater than or equal to 0"),
+    (node("n1") + _PARTITIONED.replace("PP", "5"),
+     "(Job default/j): spec.tasks[0].partitionPolicy: must be a mapping, got integer 5"),
+    (node("n1") + _PARTITIONED.replace("PP", "{totalPartitions: 2}"),
+     "(Job default/j): spec.tasks[0].partitionPolicy.partitionSize: Required value"),
+    (node("n1") + _PARTITIONED.replace("PP", "{totalPartitions: 0, partitionSize: 2}"),
+     "(Job default/j): spec.tasks[0].partitionPolicy.totalPartitions: must be greater than or equal to 1"),
+    (node("n1") + _PARTITIONED.replace("PP", "{totalPartitions: 2, partitionSize: two}"),
+     "(Job default/j): spec.tasks[0].partitionPolicy.partitionSize: must be an integer, got string 'two'"),
+    (node("n1") + _PARTITIONED.replace("PP", "{totalPartitions: 2, partitionSize: 2, minPartitions: -1}"),
+     "(Job default/j): spec.tasks[0].partitionPolicy.minPartitions: must be greater than or equal to 0"),
+    (node("n1") + _PARTITIONED.replace("PP", "{totalPartitions: 2, partitionSize: 2, networkTopology: [hard]}"),
+     "(Job default/j): spec.tasks[0].partitionPolicy.networkTopology: must be a mapping, got list"),
+])
+def test_job_network_topology_and_partitions_are_typed(simulate, manifests, expected):
+    code, err = simulate(manifests)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert expected in err
