@@ -441,7 +441,7 @@ class CapacityPlugin(Plugin):
         if future.less_equal_partly_zero_filtered(attr.deserved, total_req):
             return True
         if self.hierarchy and self.ancestor_reclaim_level > 0:
-            for level in range(1, self.ancestor_reclaim_level + 1):
+            for level in self._levels_up(attr):
                 ancestor = ancestor_at_depth(attr, level)
                 if ancestor is None or ancestor == ROOT or ancestor not in self.attrs:
                     continue
@@ -529,7 +529,7 @@ class CapacityPlugin(Plugin):
                         allocations: dict[str, Resource], ancestor_allocations: dict[str, Resource]) -> bool:
         """With ``ancestorReclaimLevel``: each of the victim queue's ancestors up to that level that the
         reclaimer's queue does not share must be over its deserved on the victim's dimensions too."""
-        for level in range(1, self.ancestor_reclaim_level + 1):
+        for level in self._levels_up(attr):
             ancestor = ancestor_at_depth(attr, level)
             if ancestor is None or ancestor == ROOT or ancestor_at_depth(reclaimer_attr, level) == ancestor:
                 continue
@@ -548,10 +548,14 @@ class CapacityPlugin(Plugin):
 
     def _share_ancestor(self, a: QueueAttr, b: QueueAttr) -> bool:
         """Do the two queues share a non-root ancestor within ``ancestorReclaimLevel`` levels up?"""
-        level = self.ancestor_reclaim_level
-        mine = {ancestor_at_depth(a, d) for d in range(1, level + 1)}
-        theirs = {ancestor_at_depth(b, d) for d in range(1, level + 1)}
-        return any(x is not None and x != ROOT and x in theirs for x in mine)
+        mine = {ancestor_at_depth(a, d) for d in self._levels_up(a)}
+        theirs = {ancestor_at_depth(b, d) for d in self._levels_up(b)}
+        return any(x != ROOT and x in theirs for x in mine)
+
+    def _levels_up(self, attr: QueueAttr) -> range:
+        """The levels ``ancestorReclaimLevel`` asks about that the queue has an ancestor at: none above
+        its root, whatever the argument says (a conf's 10^12 once counted up to it)."""
+        return range(1, min(self.ancestor_reclaim_level, len(attr.ancestors)) + 1)
 
     # -- callbacks ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ tests/unit/test_capacity.py.
 from __future__ import annotations
 
 import re
+import signal
 
 import pytest
 import yaml
@@ -597,6 +598,26 @@ def test_ancestor_reclaim(simulate, case):
     must be an RFC 1123 subdomain, and ``simulate`` refuses others as the API server does."""
     level, include_priority, manifests, evicts, pipes = ANCESTOR_CASES[case]
     check(one_session(simulate, manifests, ancestor_conf(level, include_priority)), manifests, {}, evicts, pipes)
+
+
+def test_an_ancestor_level_above_the_tree_stops_at_its_root(simulate):
+    """``ancestorReclaimLevel`` far above the tree's depth checks what a level of its depth checks (case1:
+    the victim's queue is a child of the root, the reclaim goes ahead), and at once: the levels above the
+    victim's root were once counted one by one, a conf's 10^12 a hang (found by fuzzing the plugins'
+    arguments)."""
+    _, include_priority, manifests, evicts, pipes = next(v for k, v in ANCESTOR_CASES.items() if k.startswith("case1"))
+
+    def too_long(signum, frame):
+        raise TimeoutError("the session still counts ancestor levels after 60 s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(60)
+    try:
+        out = one_session(simulate, manifests, ancestor_conf(10**12, include_priority))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    check(out, manifests, {}, evicts, pipes)
 
 
 # -- TestNoDoubleCountingForInqueueJobWithBindingTasks ------------------------------------------------------
