@@ -34,6 +34,11 @@ SIM_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
+# the pods the input's Jobs may expand to, in all: a Job's replicas are an int32 the API server takes up
+# to 2^31 - 1, and each pod simulated holds some kilobytes; a larger input is refused, not run out of memory
+MAX_JOB_PODS = 1_000_000
+
+
 def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -227,7 +232,15 @@ class SimCluster:
             m = sources.get("queue:" + problem.queue)
             raise ManifestError(m.source if m else "", problem.message, ref=f"Queue {problem.queue}",
                                 field=problem.field)
+        pods = 0
         for key, job in self.jobs.items():
+            for i, task in enumerate(job["spec"].get("tasks") or ()):
+                pods += int(task.get("replicas") or 0)
+                if pods > MAX_JOB_PODS:
+                    raise ManifestError(sources["job:" + key].source,
+                                        f"the Jobs ask for more than {MAX_JOB_PODS:,} pods in all, the most simulate "
+                                        f"holds in memory ({pods:,} with this task's)",
+                                        ref=f"Job {key}", field=f"spec.tasks[{i}].replicas")
             # the job webhook's queue checks (exists, Open, not root, a leaf), with Volcano's message
             problems = validate_job_queue(job, self.queues)
             if problems:

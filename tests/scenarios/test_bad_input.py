@@ -442,3 +442,15 @@ def test_job_network_topology_and_partitions_are_typed(simulate, manifests, expe
     assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert expected in err
+
+
+def test_jobs_asking_for_more_pods_than_simulate_holds_are_refused(simulate):
+    """A Job's replicas are an int32 the API server takes; 2,000,000,000 pods made one by one ran out of
+    memory (or time) before this: now refused, naming the task that passes the limit."""
+    big = _JOB.replace("replicas: 1,", "replicas: 600000,")
+    second = big.replace("name: j}", "name: k}")
+    code, err = simulate(node("n1") + big + second)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert ("document 2 (Job default/k): spec.tasks[0].replicas: the Jobs ask for more than 1,000,000 pods in all, "
+            "the most simulate holds in memory (1,200,000 with this task's)") in err
