@@ -322,6 +322,24 @@ def validate_job(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
     return problems
 
 
+# Kubernetes' tested limit on the pods of one cluster (kubernetes.io/docs/setup/best-practices/cluster-large/)
+MAX_JOB_REPLICAS = 150_000
+
+
+def replica_problems(job: Mapping[str, Any]) -> list[Problem]:
+    """vcsched's own check, not Volcano's webhook's: a job asking for more pods than a cluster is tested to
+    hold (its replicas are int32s the API server takes up to 2^31 - 1) is refused, where making its pods
+    one by one would exhaust the controller's memory before the cluster's."""
+    total = 0
+    for i, task in enumerate(job["spec"].get("tasks") or ()):
+        total += int(task.get("replicas") or 0)
+        if total > MAX_JOB_REPLICAS:
+            return [Problem(f"spec.tasks[{i}].replicas",
+                            f" the job asks for more than {MAX_JOB_REPLICAS:,} pods, the most a Kubernetes cluster "
+                            f"is tested to hold ({total:,} with task {task.get('name')});")]
+    return []
+
+
 def validate_job_queue(job: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
     """The webhook's queue checks: the queue exists, is Open, is not root and is a leaf."""
     problems: list[Problem] = []

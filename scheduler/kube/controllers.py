@@ -42,7 +42,7 @@ import structlog
 from ..api.types import GROUP_NAME_ANNOTATION
 from ..controllers import job_state as js
 from ..controllers.job import JOB_API_VERSION, JOB_NAME_KEY, OUT_OF_SYNC_KEY, job_owner_reference, mutate_job, \
-    podgroup_name, validate_job, volcano_message
+    podgroup_name, replica_problems, validate_job, volcano_message
 from ..controllers.podgroup import first_pod, merge_owner_annotations, needs_podgroup, owner_references, \
     podgroup_for_pod, podgroup_update, workload_replicas, workload_selector
 from ..controllers.podgroup import podgroup_name as bare_podgroup_name
@@ -340,6 +340,10 @@ class Controllers(QueueController):
         job = mutate_job(raw, self.options.scheduler_names[0])
         if not state.get("phase") and not await self._admit(job):
             return
+        too_many = replica_problems(job)
+        if too_many:  # scaled past the limit once admitted: no pod more, and said why
+            await self.event(job, "Warning", INVALID_REASON, volcano_message(too_many))
+            return
         pods = self._job_pods(job)
         if pod_update is not None:
             request = js.request_for_pod_update(job, pod_update[0], pod_update[1], pods)
@@ -401,7 +405,7 @@ class Controllers(QueueController):
 
     async def _admit(self, job: dict[str, Any]) -> bool:
         """What Volcano's validating webhook refuses gets a condition, a Warning Event and no pods."""
-        problems = validate_job(job, self.queues.objects)
+        problems = validate_job(job, self.queues.objects) + replica_problems(job)
         if not problems:
             return True
         message = volcano_message(problems)

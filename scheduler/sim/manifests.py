@@ -551,7 +551,7 @@ def _validate_job(obj: dict, check: Checker) -> None:
     """The Job's fields as the CRD schema types them, its pod templates as the API server checks pods,
     then Volcano's mutating and validating webhooks (controllers/job.py; the queue is checked by the
     cluster, which knows the queues)."""
-    from ..controllers.job import mutate_job, validate_job, volcano_message
+    from ..controllers.job import mutate_job, replica_problems, validate_job, volcano_message
 
     if obj.get("spec") is None:
         check.fail("spec", "Required value")
@@ -593,7 +593,7 @@ def _validate_job(obj: dict, check: Checker) -> None:
         validate_pod(pod, PrefixedChecker(check, f"{path}.template."))
     _validate_job_status(obj, check)
     mutated = mutate_job(obj)
-    problems = validate_job(mutated, None)
+    problems = validate_job(mutated, None) + replica_problems(mutated)
     if problems:
         hint = next((p.hint for p in problems if p.hint), "")
         check.fail(problems[0].field, volcano_message(problems) + (f" ({hint})" if hint else ""))

@@ -169,3 +169,24 @@ async def test_a_job_out_of_retries_fails(kube: Kube, vcsched: VcschedRunner):
 async def _failed_finishing(kube: Kube, name: str) -> dict | None:
     await kubelet(kube, await job_pods(kube, name))
     return await job_phase(kube, name, "Failed")
+
+
+async def test_a_job_of_more_pods_than_a_cluster_holds_is_refused(kube: Kube, vcsched: VcschedRunner):
+    """The API server takes 2,000,000,000 replicas (an int32 of the CRD); vcsched's controller refuses the
+    Job (Failed, a condition and a Warning Event, as for what Volcano's webhook refuses) and makes no pod,
+    where making them one by one would exhaust its memory."""
+    await kube.node("n0")
+    await start(kube, vcsched)
+    await kube.create(job("huge", replicas=2_000_000_000, minAvailable=1))
+    j = await kube.eventually(lambda: job_phase(kube, "huge", "Failed"), "the job refused")
+    # the state says why (the CRD's conditions keep only a status and a time)
+    message = ("the job asks for more than 150,000 pods, the most a Kubernetes cluster is tested to hold "
+               "(2,000,000,000 with task worker)")
+    assert j["status"]["state"]["reason"] == "ValidationFailed" and message in j["status"]["state"]["message"]
+    events = await kube.eventually(lambda: kube.events("default", reason="ValidationFailed", name="huge"),
+                                   "the Warning Event")
+    assert events[0]["type"] == "Warning" and message in events[0]["message"]
+    assert await job_pods(kube, "huge") == []
+    # vcsched still serves: a job of two pods runs
+    await kube.create(job("j2"))
+    await kube.eventually(lambda: bound_pods(kube, "j2", 2), "the next job's pods made and bound")

@@ -188,6 +188,28 @@ async def test_invalid_job_gets_volcanos_condition_and_event_and_no_pods(env, sp
 
 
 @pytest.mark.asyncio
+async def test_a_job_of_more_pods_than_a_cluster_holds_is_refused_and_not_scaled_past_it(env):
+    """2,000,000,000 replicas (an int32 the API server takes) would be as many pod manifests made in the
+    controller's memory: refused as the webhook's refusals are; a running job scaled past the limit keeps
+    its pods and gets a Warning."""
+    api, ctl, feed = env
+    api.put(job("huge", replicas=2_000_000_000))
+    await feed()
+    st = status(api, "huge")
+    message = "the job asks for more than 150,000 pods, the most a Kubernetes cluster is tested to hold"
+    assert st["state"]["phase"] == "Failed" and message in st["state"]["message"]
+    assert pods(api) == [] and api.all(SCHED, "podgroups") == []
+    api.put(job())
+    await admit(api, feed)
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    api.update(BATCH, "jobs", "ns", "j1", {"spec": {"tasks": job(replicas=150_001)["spec"]["tasks"]}})
+    await feed()
+    assert pods(api) == ["j1-worker-0", "j1-worker-1"]
+    assert any(t == "Warning" and r == "ValidationFailed" and "(150,001 with task worker)" in m
+               for t, r, m in events(api))
+
+
+@pytest.mark.asyncio
 async def test_status_write_rereads_and_retries_on_conflict_and_is_idempotent(env):
     api, ctl, feed = env
     api.put(job())

@@ -444,13 +444,25 @@ def test_job_network_topology_and_partitions_are_typed(simulate, manifests, expe
     assert expected in err
 
 
-def test_jobs_asking_for_more_pods_than_simulate_holds_are_refused(simulate):
-    """A Job's replicas are an int32 the API server takes; 2,000,000,000 pods made one by one ran out of
-    memory (or time) before this: now refused, naming the task that passes the limit."""
-    big = _JOB.replace("replicas: 1,", "replicas: 600000,")
-    second = big.replace("name: j}", "name: k}")
-    code, err = simulate(node("n1") + big + second)
+def test_a_job_asking_for_more_pods_than_a_cluster_holds_is_refused(simulate):
+    """A Job's replicas are int32s the API server takes; 2,000,000,000 pods made one by one ran out of memory
+    (or time) before this.  The controllers refuse a Job of more than 150,000 pods (vcsched's own rule:
+    Kubernetes' tested limit for a whole cluster); simulate as the webhook's refusals, exit 2."""
+    big = _JOB.replace("replicas: 1,", "replicas: 100000,")
+    code, err = simulate(node("n1") + big.replace("tasks: [{name: t,", "tasks: [{name: u, replicas: 50001, template: "
+                                                  "{spec: {containers: [{name: c, image: x}]}}}, {name: t,"))
     assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert ("document 2 (Job default/k): spec.tasks[0].replicas: the Jobs ask for more than 1,000,000 pods in all, "
-            "the most simulate holds in memory (1,200,000 with this task's)") in err
+    assert ("document 1 (Job default/j): spec.tasks[1].replicas: the job asks for more than 150,000 pods, the most a "
+            "Kubernetes cluster is tested to hold (150,001 with task t)") in err
+
+
+def test_jobs_asking_for_more_pods_than_simulate_holds_are_refused(simulate):
+    """Each under the limit of one Job, seven Jobs of 150,000 pods pass the 1,000,000 simulate holds in all."""
+    jobs = "".join(_JOB.replace("replicas: 1,", "replicas: 150000,").replace("name: j}", f"name: j{i}}}")
+                   for i in range(7))
+    code, err = simulate(node("n1") + jobs)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert ("document 7 (Job default/j6): spec.tasks[0].replicas: the Jobs ask for more than 1,000,000 pods in all, "
+            "the most simulate holds in memory (1,050,000 with this task's)") in err
