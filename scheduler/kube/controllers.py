@@ -341,7 +341,9 @@ class Controllers(QueueController):
         if not state.get("phase") and not await self._admit(job):
             return
         too_many = replica_problems(job)
-        if too_many:  # scaled past the limit once admitted: no pod more, and said why
+        if too_many:
+            # scaled past the limit once admitted: left as it is until scaled back (each path below walks
+            # every replica), and said why
             await self.event(job, "Warning", INVALID_REASON, volcano_message(too_many))
             return
         pods = self._job_pods(job)
