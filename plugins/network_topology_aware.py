@@ -91,13 +91,19 @@ class NetworkTopologyAwarePlugin(Plugin):
         self.tier_weights: list[tuple[int, float]] = []
         self.requests: dict[str, dict[str, float]] = {}  # what each SubJob's tasks ask, by weighted resource
         self.total_tier_weight = 0.0
+        self.missing_tier_weight = 0.0
 
     def on_session_open(self, ssn: Session) -> None:
         topo = self.topology = ssn.topology
-        self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
-        # (tier, fading^(tier−1)) for every tier from the lowest to the cluster top, and their sum
-        self.tier_weights = [(t, _power(self.fading, t - 1)) for t in range(self.min_tier, self.max_tier + 1)]
-        self.total_tier_weight = sum(w for _, w in self.tier_weights)
+        tiers = topo.tiers  # the tiers HyperNodes have, ascending
+        self.min_tier, self.max_tier = tiers[0], tiers[-1]
+        # Every tier from the lowest to the cluster top weighs fading^(tier−1).  (tier, weight) for the tiers
+        # HyperNodes have; a tier between them that none has counts in full for every node, so those are
+        # one sum, taken in closed form: tiers are integers from 0 up, and a span of 2^31 would not be
+        # walked one by one (nor is it by a node's score, which walks the tiers HyperNodes have)
+        self.tier_weights = [(t, _power(self.fading, t - 1)) for t in tiers]
+        self.missing_tier_weight = sum(_gap_weight(self.fading, a, b) for a, b in zip(tiers, tiers[1:]))
+        self.total_tier_weight = sum(w for _, w in self.tier_weights) + self.missing_tier_weight
         self.usage = {name: HyperNodeUsage(h.nodes) for name, h in topo.hypernodes.items()}
         self.session = ssn
         everywhere = len(ssn.node_list)
@@ -316,7 +322,7 @@ class NetworkTopologyAwarePlugin(Plugin):
                 total += w  # a node in no HyperNode of this tier counts in full
             elif name not in skip:
                 total += w * self._binpack(name, request)
-        return total / total_weight
+        return (total + self.missing_tier_weight) / total_weight
 
 
 class NodeScorer(BatchScorer):
@@ -353,6 +359,16 @@ def _power(base: float, exponent: int) -> float:
     if base == 0 and exponent < 0:
         return float("inf")
     return base ** exponent
+
+
+def _gap_weight(fading: float, a: int, b: int) -> float:
+    """The weights of the tiers strictly between ``a`` and ``b``: fading^a + ... + fading^(b−2)."""
+    n = b - a - 1
+    if n <= 0:
+        return 0.0
+    if fading == 1:
+        return float(n)
+    return (_power(fading, a) - _power(fading, b - 1)) / (1 - fading)
 
 
 def _weight(arguments: Arguments, key: str) -> int:

@@ -227,6 +227,41 @@ def test_batch_node_order_fn_for_normal_pods(node_count, per_tier, arguments, ex
         assert abs(plugin.normal_node_score(task, n) - want) <= 1e-6
 
 
+def gapped_case(top_tier: int) -> GoCase:
+    """Two nodes, each in a tier-1 HyperNode, both under a spine of tier ``top_tier``: no HyperNode has
+    the tiers between; node-0 runs a pod using half of it, one pending pod asks for the half."""
+    half = {CPU: "50", MEMORY: "4000"}
+    return GoCase("gapped tiers", groups=[RawGroup("busy", phase="Running"), RawGroup("pg1")],
+                  pods=[RawPod("busy-0", "busy", half, node="node-0"), RawPod("task", "pg1", half)],
+                  nodes=[RawNode(f"node-{i}", "100", "8000") for i in range(2)],
+                  hypernodes=[HN("leaf-0", 1, nodes=("node-0",)), HN("leaf-1", 1, nodes=("node-1",)),
+                              HN("spine", top_tier, children=("leaf-0", "leaf-1"))])
+
+
+@pytest.mark.parametrize("top_tier", [3, 2**31 - 1])
+def test_normal_pod_scores_weigh_the_tiers_no_hypernode_has(top_tier, monkeypatch, tmp_path):
+    """Every tier from the lowest to the cluster top weighs fading^(tier−1), and one that no HyperNode has
+    counts in full for every node: with a spine of tier 3, the score is that sum tier by tier.  A spine of
+    tier 2^31 − 1 (the CRD takes any integer from 0) once made the session list every tier between and
+    run out of memory; the tiers between are one sum in closed form, here 0.5 + 0.25 + ... → 1."""
+    ssn = open_session(gapped_case(top_tier), {"hypernode.binpack.normal-pod.fading": 0.5}, monkeypatch, tmp_path)
+    plugin = ssn.plugins["network-topology-aware"]
+    (task,) = [t for j in ssn.jobs.values() for t in j.tasks.values() if not t.node_name]
+    scores = plugin.normal_scores(task, ssn.node_list)
+    request = {CPU: 50000.0, MEMORY: 4000.0}
+    binpack = {n: plugin._binpack(f"leaf-{n[-1]}", request) for n in scores}
+    assert binpack["node-0"] == 1.0 and binpack["node-1"] == 0.5
+    if top_tier == 3:  # tiers 1 to 4 (the cluster top over the spine), the spine and the top shared
+        for n, score in scores.items():
+            spine, top = plugin._binpack("spine", request), plugin._binpack(CLUSTER_TOP, request)
+            want = (1 * binpack[n] + 0.5 + 0.25 * spine + 0.125 * top) / (1 + 0.5 + 0.25 + 0.125)
+            assert score == pytest.approx(want, abs=1e-12), n
+    else:  # the spine's and the top's weights underflow to 0
+        for n, score in scores.items():
+            assert score == pytest.approx((binpack[n] + 1.0) / 2.0, abs=1e-12), n
+    assert scores["node-0"] > scores["node-1"]
+
+
 # -- TestHyperNodeGradientPreFiltering ------------------------------------------------------------
 
 PREFILTER_NODES, PER_TIER1, TIER1_COUNT = 1000, 10, 100
