@@ -18,7 +18,6 @@ import copy
 import io
 import random
 import re
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ import yaml
 from vcsched.cli import main
 from vcsched.framework.arguments import Arguments
 
-from .fuzz_manifests import ODD_VALUES
+from .fuzz_manifests import ODD_VALUES, TooLong, deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 20  # seconds; a seed's clean run takes well under one
@@ -78,30 +77,17 @@ class Seed:
     keys: list[tuple[str, str]]
 
 
-class _TooLong(BaseException):
-    """Past the deadline; a BaseException, so that the CLI's report of internal errors lets it by."""
-
-
-def _alarm(signum, frame):
-    raise _TooLong
-
-
 def run_once(cluster: Path, conf: dict, workdir: Path) -> tuple[int | str, str]:
     """(exit code, or "hang" past the deadline; stderr)."""
     path = workdir / "sched.conf"
     path.write_text(yaml.safe_dump(conf, sort_keys=False), encoding="utf-8")
     err = io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(DEADLINE)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        with deadline(DEADLINE), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             code: int | str = main(["simulate", "-f", str(cluster), "--conf", str(path), "-o", "json",
                                     "--now", "2026-01-01T00:00:00Z"])
-    except _TooLong:
+    except TooLong:
         code = "hang"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     return code, err.getvalue()
 
 

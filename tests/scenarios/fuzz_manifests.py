@@ -6,7 +6,8 @@ prints how many runs crashed (exit 1) and the first few crashing inputs; test_fu
 Each run takes one seed input (the examples in conf/examples, Volcano's MindSpore example, a
 deviceshare cluster, a full node for preempt's dry run) and applies one to three mutations: a key
 removed, a value replaced by one of another type or an absurd quantity, a list item duplicated, a
-mapping where a list belongs, or the text cut short.
+mapping where a list belongs, or the text cut short.  ``sweep_sizes`` sets every integer of every seed,
+one at a time, to an int32's largest, which the API server takes, with a deadline.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import copy
 import io
 import random
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +193,25 @@ def mutate(seed: Seed, rng: random.Random) -> tuple[str, str | None]:
     return mutate_docs(docs, rng), seed.conf
 
 
+class TooLong(BaseException):
+    """A run past its deadline; a BaseException, so that the CLI's report of internal errors lets it by."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Raise TooLong in the block once ``seconds`` have passed (SIGALRM: the main thread, POSIX)."""
+    def _alarm(signum, frame):
+        raise TooLong
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_once(manifests: str, conf: str | None, workdir: Path) -> tuple[int, str]:
     path = workdir / "in.yaml"
     path.write_text(manifests, encoding="utf-8")
@@ -202,6 +223,35 @@ def run_once(manifests: str, conf: str | None, workdir: Path) -> tuple[int, str]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     return code, err.getvalue()
+
+
+# an int32's largest: a size the API server takes (replicas, a HyperNode's tier, minMember...) that nothing
+# should walk one by one, as a Job's replicas and a HyperNode's tier once were
+LARGEST_INT32 = 2**31 - 1
+
+
+def sweep_sizes(workdir: Path, seconds: int = 20) -> list[tuple[str, str, str]]:
+    """Every integer of every seed set to LARGEST_INT32, one at a time: the runs that exit 1 or take
+    longer than ``seconds`` (seed name, the input, stderr or "hang")."""
+    failures = []
+    for s in seeds():
+        docs = [d for d in yaml.safe_load_all(s.text) if d is not None]
+        for _, container in [c for d in docs for c in _containers(d)]:
+            for key in list(container) if isinstance(container, dict) else range(len(container)):
+                value = container[key]
+                if isinstance(value, bool) or not isinstance(value, int):
+                    continue
+                container[key] = LARGEST_INT32
+                manifests = yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
+                container[key] = value
+                try:
+                    with deadline(seconds):
+                        code, err = run_once(manifests, s.conf, workdir)
+                except TooLong:
+                    code, err = -1, "hang"
+                if code not in (0, 2):
+                    failures.append((s.name, manifests, err))
+    return failures
 
 
 def fuzz(runs: int, seed: int, workdir: Path) -> list[tuple[str, str, str]]:
